@@ -1,0 +1,21 @@
+"""tapeflow: TensorFlow's automatic differentiation on NumPy. Use as `import tapeflow as tf`."""
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.context import executing_eagerly
+from tapeflow.framework.dtypes import (
+    DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64, half,
+    int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+)
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import NotDifferentiable, RegisterGradient, no_gradient
+from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor, is_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.framework.variables import Variable
+from tapeflow.ops.array_ops import *  # noqa: F401,F403
+from tapeflow.ops.math_ops import *  # noqa: F401,F403
+from tapeflow.ops import operators as _operators  # noqa: F401  (installs Tensor operators)
+from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
+from tapeflow import errors, math, nest, test  # noqa: E402
+
+__version__ = "0.1.0"

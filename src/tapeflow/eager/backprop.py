@@ -1,0 +1,272 @@
+"""GradientTape: TensorFlow 2's Python API over the tape of `tape.py`."""
+
+import contextlib
+import enum
+import logging
+
+import numpy as np
+
+from tapeflow.eager.tape import Tape
+from tapeflow.framework import dtypes, nest
+from tapeflow.framework.context import state
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.variables import Variable
+
+_log = logging.getLogger("tapeflow")
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient` returns for a source the target does not depend on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(value):
+    try:
+        return UnconnectedGradients(value)
+    except ValueError:
+        raise ValueError(f"Unknown value for unconnected_gradients: {value!r}; "
+                         "use tf.UnconnectedGradients.NONE or .ZERO ('none' or 'zero').") from None
+
+
+class _VSpace:
+    """How the tape makes and sums gradients (tape.h VSpace), with tapeflow ops."""
+
+    @staticmethod
+    def ones(shape, np_dtype):
+        return Tensor(np.ones(shape, np_dtype))
+
+    @staticmethod
+    def zeros(shape, np_dtype):
+        return Tensor(np.zeros(shape, np_dtype))
+
+    @staticmethod
+    def num_elements(grad):
+        if isinstance(grad, IndexedSlices):
+            return int(np.size(grad.values._value))
+        return int(np.size(grad._value))
+
+    @staticmethod
+    def aggregate(grads):
+        """Sums gradients: dense with add_n; all-IndexedSlices by concatenation."""
+        from tapeflow.ops import math_ops
+        if all(type(g) is not IndexedSlices for g in grads):
+            return math_ops.add_n(grads)
+        if any(type(g) is not IndexedSlices for g in grads):
+            return math_ops.add_n([convert_to_tensor(g) for g in grads])
+        return IndexedSlices.concat(grads)
+
+
+_vspace = _VSpace()
+
+
+def _source_key(s):
+    """The tape id and spec of a differentiation source."""
+    if isinstance(s, (Tensor, Variable)):
+        return s._id, (s._value.shape, s._value.dtype)
+    raise ValueError(f"Passed in object of type {type(s).__name__}, not tf.Tensor or tf.Variable: {s!r}")
+
+
+class GradientTape:
+    """Records operations for automatic differentiation.
+
+    Args:
+      persistent: when False (default) `gradient` may be called once and the
+        recorded operations are released as it runs.
+      watch_accessed_variables: when True (default), trainable variables read
+        while the tape is active are watched automatically.
+
+    >>> import tapeflow as tf
+    >>> x = tf.constant(3.0)
+    >>> with tf.GradientTape() as g:
+    ...     g.watch(x)
+    ...     y = x * x
+    >>> float(g.gradient(y, x))
+    6.0
+    """
+
+    def __init__(self, persistent=False, watch_accessed_variables=True):
+        self._persistent = persistent
+        self._watch_accessed_variables = watch_accessed_variables
+        self._tape = None
+        self._recording = False
+        self._watched_variables = ()
+
+    def __enter__(self):
+        self._push_tape()
+        return self
+
+    def __exit__(self, typ, value, traceback):
+        if self._recording:
+            self._pop_tape()
+
+    def _push_tape(self):
+        if self._recording:
+            raise ValueError("Tape is still recording, This can happen if you try to re-enter an already-active tape.")
+        if self._tape is None:
+            self._tape = Tape(self._persistent, self._watch_accessed_variables)
+        state.tapes.append(self._tape)
+        self._recording = True
+
+    def _pop_tape(self):
+        if not self._recording:
+            raise ValueError("Tape is not recording.")
+        tapes = state.tapes
+        for i in range(len(tapes) - 1, -1, -1):
+            if tapes[i] is self._tape:
+                del tapes[i]
+                break
+        self._recording = False
+
+    def watch(self, tensor):
+        """Ensures `tensor` (a tensor, variable or nested structure of them) is traced."""
+        if self._tape is None:
+            self._tape = Tape(self._persistent, self._watch_accessed_variables)
+        for t in nest.flatten(tensor):
+            if not isinstance(t, (Tensor, Variable)):
+                raise ValueError(f"Passed in object of type {type(t).__name__}, not tf.Tensor or tf.Variable: {t!r}")
+            if t._value.dtype not in dtypes.TRAINABLE_NP:
+                _log.warning("The dtype of the watched tensor must be floating (e.g. tf.float32), got %r", t.dtype)
+            if isinstance(t, Variable):
+                self._tape.watch_variable(t)
+            else:
+                self._tape.watch(t._id)
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stops recording operations on this tape.
+
+        Raises:
+          RuntimeError: the tape is not recording.
+        """
+        if self._tape is None or not self._recording:
+            raise RuntimeError("Trying to stop recording a tape which is not recording.")
+        self._pop_tape()
+        try:
+            yield
+        finally:
+            self._push_tape()
+
+    def reset(self):
+        """Clears everything recorded so far; the tape goes on recording."""
+        self._pop_tape()
+        self._tape = None
+        self._push_tape()
+
+    def watched_variables(self):
+        """The variables watched by this tape, in creation order."""
+        if self._tape is not None:
+            self._watched_variables = self._tape.watched_variables()
+        return self._watched_variables
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """Computes the gradient of `target` with respect to `sources`.
+
+        Args:
+          target: a tensor or (nested) list of tensors; a list is summed.
+          sources: a tensor, variable or nested structure of them.
+          output_gradients: optional upstream gradients, one per flattened target.
+          unconnected_gradients: `UnconnectedGradients.NONE` ("none") or `.ZERO` ("zero").
+
+        Returns:
+          Gradients in the structure of `sources`; None (or zeros) where unconnected.
+
+        Raises:
+          RuntimeError: a second call on a non-persistent tape.
+          ValueError: an unknown `unconnected_gradients`, or sources that are not tensors.
+        """
+        if self._tape is None:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set "
+                               "of gradients (or jacobians). Create the tape with persistent=True.")
+        if self._recording:
+            if not self._persistent:
+                self._pop_tape()
+            else:
+                _log.debug("Calling GradientTape.gradient on a persistent tape inside its context "
+                           "records the gradient computation as well.")
+        unconnected = _unconnected(unconnected_gradients)
+        flat_sources = nest.flatten(sources)
+        flat_grads = self._compute(nest.flatten(target), flat_sources, output_gradients)
+        if not self._persistent:
+            self._watched_variables = self._tape.watched_variables()
+            self._tape = None
+        if unconnected is UnconnectedGradients.ZERO:
+            flat_grads = [_zeros_like(s) if g is None else g for g, s in zip(flat_grads, flat_sources, strict=True)]
+        return nest.pack_sequence_as(sources, flat_grads)
+
+    def _compute(self, flat_targets, flat_sources, output_gradients):
+        """One backprop over the tape; leaves the tape consumed if it is one-shot."""
+        target_ids, target_specs = [], []
+        for t in flat_targets:
+            if isinstance(t, IndexedSlices):
+                t = convert_to_tensor(t)
+            if not isinstance(t, (Tensor, Variable)):
+                t = convert_to_tensor(t)
+            target_ids.append(t._id)
+            target_specs.append((t._value.shape, t._value.dtype))
+        source_keys = []
+        for s in flat_sources:
+            key = _source_key(s)
+            if s._value.dtype not in dtypes.TRAINABLE_NP:
+                _log.warning("The dtype of the source tensor must be floating (e.g. tf.float32) when "
+                             "calling GradientTape.gradient, got %r", s.dtype)
+            source_keys.append(key)
+        out_grads = None
+        if output_gradients is not None:
+            out_grads = [None if g is None else (g if isinstance(g, IndexedSlices) else convert_to_tensor(g))
+                         for g in nest.flatten(output_gradients)]
+            if len(out_grads) != len(target_ids):
+                raise ValueError(f"output_gradients has {len(out_grads)} entries; target has "
+                                 f"{len(target_ids)} tensors. Pass one gradient (or None) per target.")
+        source_ids = [k[0] for k in source_keys]
+        grads = self._tape.compute_gradient(target_ids, target_specs, source_ids, source_keys, out_grads, _vspace)
+        for i, (g, s) in enumerate(zip(grads, flat_sources, strict=True)):
+            if g is not None and isinstance(g, Tensor) and s._value.dtype not in dtypes.TRAINABLE_NP:
+                grads[i] = None
+        return grads
+
+    def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """The Jacobian of `target` with respect to each of `sources`.
+
+        Each result has shape `target.shape + source.shape`.
+
+        Raises:
+          RuntimeError: called a second time on a non-persistent tape.
+        """
+        from tapeflow.eager import jacobians
+        return jacobians.jacobian(self, target, sources, _unconnected(unconnected_gradients))
+
+    def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        """Per-example Jacobians: result[i] is d target[i] / d source[i].
+
+        Raises:
+          ValueError: target and source disagree on the batch (first) dimension.
+        """
+        from tapeflow.eager import jacobians
+        return jacobians.batch_jacobian(self, target, source, _unconnected(unconnected_gradients))
+
+    @contextlib.contextmanager
+    def _as_persistent(self):
+        """Keeps the records through several backprops (jacobian rows), then releases a one-shot tape."""
+        if self._tape is None:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set "
+                               "of gradients (or jacobians). Create the tape with persistent=True.")
+        if self._recording and not self._persistent:
+            self._pop_tape()
+        self._tape.persistent = True
+        try:
+            yield
+        finally:
+            self._tape.persistent = self._persistent
+            if not self._persistent:
+                self._watched_variables = self._tape.watched_variables()
+                self._tape = None
+
+
+def _zeros_like(source):
+    return Tensor(np.zeros(source._value.shape, source._value.dtype))

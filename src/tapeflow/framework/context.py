@@ -1,0 +1,28 @@
+"""The only global state: per-thread stacks of active tapes and default graphs.
+
+Both are changed only through context managers (`GradientTape`, `stop_recording`,
+`Graph.as_default`).  The op dispatch reads `state.tapes` on every op, so it
+is a plain list attribute on a `threading.local`.
+"""
+
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.tapes = []        # active GradientTapes, innermost last
+        self.graphs = []       # default graphs, innermost last (graph mode)
+        self.scopes = {}       # scoped settings (strategy, name scope, ...)
+
+
+state = _State()
+
+
+def executing_eagerly():
+    """True unless a graph is being built (inside `tf.function` tracing or `Graph.as_default`).
+
+    >>> import tapeflow as tf
+    >>> tf.executing_eagerly()
+    True
+    """
+    return not state.graphs

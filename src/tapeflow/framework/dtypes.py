@@ -1,0 +1,182 @@
+"""DType objects: TensorFlow's dtype names over NumPy (and ml_dtypes) dtypes."""
+
+import builtins
+
+import ml_dtypes
+import numpy as np
+
+
+class DType:
+    """A tensor element type; one singleton per type, so `is` compares them.
+
+    >>> import tapeflow as tf
+    >>> tf.float32.is_floating, tf.int32.is_integer, tf.as_dtype("float64").name
+    (True, True, 'float64')
+    """
+
+    __slots__ = ("name", "as_numpy_dtype", "_np")
+
+    def __init__(self, name, np_dtype):
+        self.name = name
+        self._np = np.dtype(np_dtype)
+        self.as_numpy_dtype = self._np.type
+
+    @property
+    def is_floating(self):
+        return self in _FLOATING
+
+    @property
+    def is_complex(self):
+        return self in _COMPLEX
+
+    @property
+    def is_integer(self):
+        return self in _INTEGER
+
+    @property
+    def is_unsigned(self):
+        return self in (uint8, uint16, uint32, uint64)
+
+    @property
+    def is_bool(self):
+        return self is bool
+
+    @property
+    def is_numpy_compatible(self):
+        return True
+
+    @property
+    def base_dtype(self):
+        return self
+
+    @property
+    def real_dtype(self):
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    @property
+    def size(self):
+        return self._np.itemsize
+
+    @property
+    def min(self):
+        return _limits(self._np).min
+
+    @property
+    def max(self):
+        return _limits(self._np).max
+
+    def is_compatible_with(self, other):
+        return self is as_dtype(other)
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        if type(other) is not DType:
+            try:
+                other = as_dtype(other)
+            except TypeError:
+                return False
+        return self is other
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"tf.{self.name}"
+
+    def __reduce__(self):
+        return as_dtype, (self.name,)
+
+
+def _limits(np_dtype):
+    if np_dtype.kind in "iu":
+        return np.iinfo(np_dtype)
+    if np_dtype.kind == "b":
+        return type("BoolLimits", (), {"min": False, "max": True})
+    return ml_dtypes.finfo(np_dtype)
+
+
+float16 = DType("float16", np.float16)
+half = float16
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+double = float64
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)
+uint32 = DType("uint32", np.uint32)
+uint64 = DType("uint64", np.uint64)
+bool = DType("bool", np.bool_)  # noqa: A001 - TensorFlow's public name
+
+_ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16,
+        int32, int64, uint8, uint16, uint32, uint64, bool)
+_FLOATING = frozenset((float16, bfloat16, float32, float64))
+_COMPLEX = frozenset((complex64, complex128))
+_INTEGER = frozenset((int8, int16, int32, int64, uint8, uint16, uint32, uint64))
+
+# NumPy dtype -> DType, the one lookup the hot path makes.
+_BY_NP = {d._np: d for d in _ALL}
+_BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update(half=float16, double=float64, float=float32)
+
+# NumPy dtypes whose tensors the tape records (tape.h's IsDtypeTrainable).
+TRAINABLE_NP = frozenset(d._np for d in _FLOATING | _COMPLEX)
+FLOAT_NP = frozenset(d._np for d in _FLOATING)
+INEXACT_NP = TRAINABLE_NP
+
+
+def from_numpy(np_dtype):
+    """The DType of a NumPy dtype; raises TypeError for unsupported ones."""
+    try:
+        return _BY_NP[np_dtype]
+    except KeyError:
+        pass
+    except TypeError:
+        raise TypeError(f"Cannot convert {np_dtype!r} to a tapeflow DType.") from None
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(f"Cannot convert {np_dtype!r} to a tapeflow DType.") from None
+
+
+def as_dtype(type_value):
+    """Converts a DType, NumPy dtype/type or name to a DType.
+
+    Raises:
+      TypeError: if the value names no supported dtype.
+    """
+    if type(type_value) is DType:
+        return type_value
+    if isinstance(type_value, str):
+        try:
+            return _BY_NAME[type_value]
+        except KeyError:
+            raise TypeError(f"Cannot convert value {type_value!r} to a tapeflow DType.") from None
+    if type_value is builtins.float:
+        return float32
+    if type_value is builtins.bool:
+        return bool
+    np_dtype = getattr(type_value, "dtype", None)
+    if isinstance(np_dtype, np.dtype) and not isinstance(type_value, type):
+        type_value = np_dtype
+    try:
+        return from_numpy(type_value)
+    except TypeError:
+        raise TypeError(f"Cannot convert value {type_value!r} to a tapeflow DType.") from None
+
+# Dtype groups used by op declarations (`@op(..., dtypes=...)`).
+FLOATING_TYPES = (float16, bfloat16, float32, float64)
+COMPLEX_TYPES = (complex64, complex128)
+INEXACT_TYPES = FLOATING_TYPES + COMPLEX_TYPES
+INTEGER_TYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+REAL_TYPES = FLOATING_TYPES + INTEGER_TYPES
+NUMERIC_TYPES = INEXACT_TYPES + INTEGER_TYPES

@@ -1,0 +1,249 @@
+"""Op definitions, the gradient registry and the one dispatch path.
+
+An op is declared once, in its family's module, with its kernel, its dtype rule
+and its gradient side by side::
+
+    @op("Exp", dtypes=FLOATING)
+    def exp(x):
+        return np.exp(x)
+
+    @exp.def_grad(uses_outputs=True)
+    def _exp_grad(op, dy):
+        return dy * math_ops.conj(op.outputs[0])   # d/dx e^x = e^x
+
+Calling the op converts its inputs to tensors and hands them to `execute`,
+which runs the kernel and lets every active tape record the call.
+"""
+
+import numpy as np
+
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.context import state
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+
+_TRAINABLE = _dtypes.TRAINABLE_NP
+NOT_DIFFERENTIABLE = object()   # registered with no_gradient: inputs get None
+
+_OPS = {}        # op type -> Op, the registry
+_PENDING = {}    # gradients registered for op types not defined yet
+
+
+class Op:
+    """One op type: kernel, dtype rule and gradient.
+
+    Attributes:
+      type: the TensorFlow op type name ("MatMul").
+      kernel: `kernel(*arrays, **attrs) -> array | tuple of arrays`.
+      grad: `grad(op, *output_grads) -> input grads`, None when unregistered,
+        NOT_DIFFERENTIABLE after `no_gradient`.
+      allowed: NumPy dtypes accepted for input 0 (None: any).
+      same_dtype: whether all inputs must share input 0's dtype (TF's `T`).
+      num_outputs: outputs of the kernel (kernel returns a tuple when > 1).
+      uses_outputs: whether the gradient reads `op.outputs` (they are then
+        kept alive by the tape, see Note [saved outputs]).
+    """
+
+    __slots__ = ("type", "kernel", "grad", "allowed", "same_dtype", "num_outputs",
+                 "uses_outputs", "__dict__")
+
+    def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1):
+        if type_ in _OPS:
+            raise KeyError(f"Op type '{type_}' is defined twice.")
+        self.type = type_
+        self.kernel = kernel
+        self.grad = _PENDING.pop(type_, None)
+        self.allowed = None if allowed is None else frozenset(np.dtype(d._np) for d in allowed)
+        self.same_dtype = same_dtype
+        self.num_outputs = num_outputs
+        self.uses_outputs = False
+        self.__name__ = kernel.__name__
+        self.__qualname__ = kernel.__qualname__
+        self.__doc__ = kernel.__doc__
+        self.__module__ = kernel.__module__
+        self.__wrapped__ = kernel
+        _OPS[type_] = self
+
+    def __call__(self, *inputs, name=None, **attrs):
+        return execute(self, convert_inputs(inputs, self.same_dtype), attrs)
+
+    def def_grad(self, fn=None, *, uses_outputs=False):
+        """Registers the gradient function of this op (decorator)."""
+        def register(fn):
+            self.grad = fn
+            self.uses_outputs = uses_outputs
+            return fn
+        return register if fn is None else register(fn)
+
+    def __repr__(self):
+        return f"<tapeflow op {self.type}>"
+
+
+def op(type_, dtypes=None, same_dtype=True, num_outputs=1):
+    """Decorator declaring a kernel as the op `type_` (see the module docstring)."""
+    def wrap(kernel):
+        return Op(type_, kernel, dtypes, same_dtype, num_outputs)
+    return wrap
+
+
+def convert_inputs(values, same_dtype=True):
+    """Converts op arguments to tensors; Python values take the dtype of the first tensor."""
+    if not same_dtype:
+        return [convert_to_tensor(v) for v in values]
+    dtype = None
+    for v in values:
+        if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+            dtype = v.dtype
+            break
+    return [v if type(v) is Tensor else convert_to_tensor(v, dtype=_loose(v, dtype)) for v in values]
+
+
+def _loose(value, dtype):
+    """Python values follow the tensors' dtype; tensors keep their own (checked later)."""
+    if dtype is None or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        return None
+    return dtype
+
+
+class OpRecord:
+    """One executed op as its gradient function sees it (TF's `op` argument).
+
+    Note [saved outputs]: a record keeps its output tensors only when the op's
+    gradient declared `uses_outputs`; otherwise it keeps their ids, shapes and
+    dtypes, so an unused output can die and take its trace with it (tape.h
+    DeleteTrace).
+    """
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "input_ids", "output_ids", "out_specs")
+
+    def __init__(self, op_, inputs, outputs, attrs):
+        self.op = op_
+        self.inputs = inputs
+        self.attrs = attrs
+        self.input_ids = [t._id for t in inputs]
+        self.output_ids = [t._id for t in outputs]
+        self.out_specs = [(t._value.shape, t._value.dtype) for t in outputs]
+        self.outputs = outputs if op_.uses_outputs else None
+
+    @property
+    def type(self):
+        return self.op.type
+
+    @property
+    def name(self):
+        return self.op.type
+
+    def get_attr(self, name):
+        return self.attrs[name]
+
+
+def execute(op_, inputs, attrs):
+    """Runs `op_` on tensors `inputs` and records it on every active tape.
+
+    This is the only path by which tensors are made from other tensors.
+    """
+    if op_.allowed is not None and inputs and inputs[0]._value.dtype not in op_.allowed:
+        _raise_dtype(op_, inputs[0])
+    if op_.same_dtype and len(inputs) > 1:
+        dt = inputs[0]._value.dtype
+        for i, t in enumerate(inputs):
+            if t._value.dtype != dt:
+                _raise_mismatch(op_, i, dt, t._value.dtype)
+    try:
+        if attrs:
+            out = op_.kernel(*[t._value for t in inputs], **attrs)
+        else:
+            out = op_.kernel(*[t._value for t in inputs])
+    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
+        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    if op_.num_outputs == 1:
+        result = Tensor(out)
+        outputs = (result,)
+    else:
+        outputs = result = tuple([Tensor(o) for o in out])
+    if state.tapes:
+        record(op_, inputs, outputs, attrs)
+    return result
+
+
+def record(op_, inputs, outputs, attrs):
+    """Offers one executed op to every active tape (tape.h RecordOperation)."""
+    rec = None
+    for tape in state.tapes:
+        tensor_tape = tape._tensor_tape
+        for t in inputs:
+            if t._id in tensor_tape and t._value.dtype in _TRAINABLE:
+                break
+        else:
+            continue
+        if rec is None:
+            rec = OpRecord(op_, inputs, outputs, attrs)
+        tape._record(rec)
+
+
+def _raise_dtype(op_, t):
+    names = ", ".join(sorted(_dtypes._BY_NP[d].name for d in op_.allowed))
+    raise InvalidArgumentError(
+        None, op_.type,
+        f"Value for attr 'T' of {t.dtype.name} is not in the list of allowed values: {names} [Op:{op_.type}]")
+
+
+def _raise_mismatch(op_, index, expected, got):
+    raise InvalidArgumentError(
+        None, op_.type,
+        f"cannot compute {op_.type} as input #{index}(zero-based) was expected to be a "
+        f"{_dtypes._BY_NP[expected].name} tensor but is a {_dtypes._BY_NP[got].name} tensor [Op:{op_.type}]")
+
+
+def get_op(op_type):
+    """The Op registered under `op_type`; LookupError when there is none."""
+    try:
+        return _OPS[op_type]
+    except KeyError:
+        raise LookupError(f"No op of type '{op_type}' is defined.") from None
+
+
+class RegisterGradient:
+    """Decorator registering the gradient function of an op type.
+
+    Raises:
+      KeyError: the op type already has a gradient (TensorFlow's behaviour).
+
+    >>> import tapeflow as tf
+    >>> tf.RegisterGradient("Exp")(lambda op, dy: dy)
+    Traceback (most recent call last):
+    ...
+    KeyError: "Registering two gradient with name 'Exp'! (Previous registration was in _exp_grad)"
+    """
+
+    def __init__(self, op_type):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, fn):
+        target = _OPS.get(self._op_type)
+        previous = target.grad if target is not None else _PENDING.get(self._op_type)
+        if previous is not None:
+            where = getattr(previous, "__name__", "no_gradient")
+            raise KeyError(f"Registering two gradient with name '{self._op_type}'! (Previous registration was in {where})")
+        if target is None:
+            _PENDING[self._op_type] = fn
+        else:
+            target.grad = fn
+            target.uses_outputs = True  # user code may read op.outputs
+        return fn
+
+
+def no_gradient(op_type):
+    """Declares `op_type` not differentiable: its inputs get `None` gradients."""
+    if not isinstance(op_type, str):
+        raise TypeError("op_type must be a string")
+    target = _OPS.get(op_type)
+    if target is None:
+        _PENDING[op_type] = NOT_DIFFERENTIABLE
+    else:
+        target.grad = NOT_DIFFERENTIABLE
+
+
+NotDifferentiable = no_gradient

@@ -1,0 +1,318 @@
+"""The eager Tensor and the conversion of Python/NumPy values to tensors.
+
+A Tensor wraps one NumPy array (or NumPy scalar) and a unique id, the key under
+which tapes know it.  Operators (`+`, `@`, `[]`, ...) are attached by
+`tapeflow.ops.operators` once the op modules exist.
+"""
+
+import itertools
+
+import numpy as np
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
+from tapeflow.framework.tensor_shape import TensorShape
+
+_next_id = itertools.count(1).__next__
+
+
+class Tensor:
+    """An immutable multi-dimensional array, the value every op takes and returns.
+
+    >>> import tapeflow as tf
+    >>> t = tf.constant([[1.0, 2.0]])
+    >>> t.shape, t.dtype
+    (TensorShape([1, 2]), tf.float32)
+    """
+
+    __slots__ = ("_value", "_id", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value):
+        self._value = value
+        self._id = _next_id()
+
+    # Note [trace deletion]: when a tensor dies, each active tape drops one
+    # use of it (tape.h DeleteTrace), so ops whose outputs all died are
+    # forgotten and their saved inputs freed.
+    def __del__(self):
+        try:
+            tapes = state.tapes
+        except Exception:  # interpreter shutdown
+            return
+        if tapes:
+            tid = self._id
+            for tape in tapes:
+                tape._delete_trace(tid)
+
+    # -- metadata ----------------------------------------------------------
+    @property
+    def dtype(self):
+        return dtypes._BY_NP[self._value.dtype]
+
+    @property
+    def shape(self):
+        return TensorShape(self._value.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    def set_shape(self, shape):
+        if not self.shape.is_compatible_with(shape):
+            raise ValueError(f"Tensor's shape {self.shape} is not compatible with supplied shape {TensorShape(shape)}.")
+
+    @property
+    def ndim(self):
+        return self._value.ndim
+
+    @property
+    def device(self):
+        return "/job:localhost/replica:0/task:0/device:CPU:0"
+
+    @property
+    def name(self):
+        raise AttributeError("Tensor.name is undefined when eager execution is enabled.")
+
+    def numpy(self):
+        """A copy of the value as a NumPy array (or NumPy scalar for rank 0)."""
+        value = self._value
+        return value.copy() if isinstance(value, np.ndarray) and value.ndim else value[()]
+
+    def ref(self):
+        return _Reference(self)
+
+    experimental_ref = ref
+
+    # -- Python protocols ----------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        value = np.asarray(self._value)
+        return value if dtype is None else value.astype(dtype, copy=False)
+
+    def __len__(self):
+        if not self._value.ndim:
+            raise TypeError("Scalar tensor has no `len()`")
+        return self._value.shape[0]
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if self._value.dtype.kind not in "iu" or self._value.ndim:
+            raise TypeError(f"Only integer scalar tensors can be used as an index, got {self.dtype.name}{list(self._value.shape)}.")
+        return int(self._value)
+
+    def __iter__(self):
+        if not self._value.ndim:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        from tapeflow.ops import array_ops
+        return iter(array_ops.unstack(self))
+
+    __hash__ = None
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return constant, (self.numpy(),)
+
+    def __repr__(self):
+        return f"<tf.Tensor: shape={_shape_str(self._value.shape)}, dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>"
+
+    def __str__(self):
+        return f"tf.Tensor({np.asarray(self._value)}, shape={_shape_str(self._value.shape)}, dtype={self.dtype.name})"
+
+
+def _shape_str(shape):
+    return str(TensorShape(shape))
+
+
+def _numpy_repr(value):
+    if isinstance(value, np.ndarray) and value.ndim:
+        return repr(value)
+    return str(value[()] if isinstance(value, np.ndarray) else value)
+
+
+class _Reference:
+    """A hashable handle to a tensor (`Tensor.ref()`)."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def deref(self):
+        return self._tensor
+
+    def __hash__(self):
+        return id(self._tensor)
+
+    def __eq__(self, other):
+        return isinstance(other, _Reference) and other._tensor is self._tensor
+
+
+# -- conversion ------------------------------------------------------------
+
+def _infer_python(value):
+    """NumPy array for a Python scalar/list with TensorFlow's dtype inference."""
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if kind == "f" and arr.dtype == np.float64 and not _holds_numpy_float64(value):
+        return arr.astype(np.float32)
+    if kind in "iu" and arr.dtype.itemsize == 8 and not _holds_numpy_int64(value):
+        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+            return arr.astype(np.int32)
+        return arr.astype(np.int64)
+    if kind in "OUSV" and arr.dtype not in dtypes._BY_NP:
+        raise TypeError(f"Failed to convert {type(value).__name__} {value!r} to a Tensor: unsupported element type {arr.dtype}.")
+    return arr
+
+
+def _holds_numpy_float64(value):
+    return isinstance(value, np.float64) or (
+        isinstance(value, (list, tuple)) and value and _holds_numpy_float64(value[0]))
+
+
+def _holds_numpy_int64(value):
+    return isinstance(value, np.int64) or (
+        isinstance(value, (list, tuple)) and value and _holds_numpy_int64(value[0]))
+
+
+def _convert_python(value, dtype):
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        arr = np.array(value)
+        if dtype is not None and arr.dtype != dtype._np:
+            if arr.dtype.kind == "c" and dtype._np.kind != "c":
+                raise TypeError(f"Cannot convert a complex array to {dtype.name}.")
+            arr = arr.astype(dtype._np)
+        return arr
+    if isinstance(value, (list, tuple)) and _contains_tensor(value):
+        return None  # packed by the caller with the Pack op
+    arr = _infer_python(value)
+    if dtype is not None and arr.dtype != dtype._np:
+        src, dst = arr.dtype.kind, dtype._np.kind
+        lossy = (src == "f" and dst in "iub") or (src == "c" and dst != "c") or (src in "iu" and dst == "b")
+        if lossy:
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
+        if src in "iu" and dst in "iu":
+            info = np.iinfo(dtype._np)
+            if arr.size and (arr.min() < info.min or arr.max() > info.max):
+                raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: out of range.")
+        arr = arr.astype(dtype._np)
+    return arr
+
+
+def _contains_tensor(value):
+    for v in value:
+        if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+            return True
+        if isinstance(v, (list, tuple)) and _contains_tensor(v):
+            return True
+    return False
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """Converts a Tensor, Variable, IndexedSlices, NumPy array or Python value to a Tensor.
+
+    Python floats become float32 and Python ints int32 (int64 when they do not fit).
+
+    Args:
+      value: the value to convert.
+      dtype: the required dtype; a Tensor of another dtype raises ValueError.
+      dtype_hint: a preferred dtype, used when `value` has none of its own.
+      name: unused in eager mode.
+
+    Returns:
+      A Tensor.
+
+    Raises:
+      ValueError: `value` is a tensor of a dtype other than `dtype`.
+      TypeError: the value cannot be represented in `dtype`.
+
+    >>> import tapeflow as tf
+    >>> tf.convert_to_tensor([1, 2]).dtype
+    tf.int32
+    """
+    if type(value) is Tensor:
+        if dtype is not None and value._value.dtype != dtypes.as_dtype(dtype)._np:
+            raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} "
+                             f"for Tensor with dtype {value.dtype.name}: {value!r}")
+        return value
+    return _convert_slow(value, dtype, dtype_hint)
+
+
+def _convert_slow(value, dtype, dtype_hint):
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    convert = getattr(value, "_as_tensor", None)
+    if convert is not None:  # Variable, IndexedSlices, symbolic values
+        return convert(dtype)
+    if isinstance(value, Tensor):  # subclasses (graph tensors) handle their own dtype
+        return value
+    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+        try:
+            return Tensor(_convert_python(value, dtypes.as_dtype(dtype_hint)))
+        except (TypeError, ValueError):
+            pass
+    arr = _convert_python(value, dtype)
+    if arr is None:
+        from tapeflow.ops import array_ops
+        return array_ops.stack([convert_to_tensor(v, dtype) for v in value])
+    return Tensor(arr)
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """Creates a constant tensor from a Python or NumPy value.
+
+    Args:
+      value: a scalar, nested list or NumPy array.
+      dtype: the element type; inferred (floats -> float32, ints -> int32) when None.
+      shape: optional shape; a scalar `value` is broadcast to it, otherwise the
+        value is reshaped and must have the same number of elements.
+      name: unused in eager mode.
+
+    Returns:
+      An eager Tensor.
+
+    Raises:
+      TypeError: the value cannot be represented in `dtype`.
+      ValueError: the value cannot be reshaped to `shape`.
+
+    >>> import tapeflow as tf
+    >>> tf.constant(1.5, shape=[2]).numpy()
+    array([1.5, 1.5], dtype=float32)
+    """
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        t = convert_to_tensor(value)
+        arr = t._value if dtype is None else np.asarray(t._value).astype(dtypes.as_dtype(dtype)._np)
+    else:
+        arr = _convert_python(value, None if dtype is None else dtypes.as_dtype(dtype))
+        if arr is None:
+            arr = np.asarray(convert_to_tensor(value, dtype)._value)
+    if shape is not None:
+        shape = tuple(TensorShape(shape).as_list())
+        if arr.size == 1 and arr.shape != shape:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.shape != shape:
+            if arr.size != int(np.prod(shape, dtype=np.int64)):
+                raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor {value!r} "
+                                f"(converted from {arr.shape}) has {arr.size} elements, but got `shape` "
+                                f"{shape} with {int(np.prod(shape))} elements).")
+            arr = arr.reshape(shape)
+    return Tensor(arr)
+
+
+def is_tensor(x):
+    """True for tapeflow tensors and tensor-like objects (Variables, IndexedSlices)."""
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")

@@ -1,0 +1,3 @@
+"""`tf.test`: gradient checking."""
+
+from tapeflow.testing import compute_gradient  # noqa: F401
