@@ -33,7 +33,7 @@ def _theoretical(f, xs, y_size, y_dtype, y_shape):
     return jacobians
 
 
-def _numerical(f, xs, delta):
+def _numerical(f, xs, delta, y_rows):
     """Jacobians by central differences, one column per real component of each x."""
     jacobians = []
     for k, x in enumerate(xs):
@@ -51,7 +51,7 @@ def _numerical(f, xs, delta):
                 outputs.append(_real_view(np.asarray(convert_to_tensor(f(*args))._value)).astype(np.float64))
             columns.append((outputs[0] - outputs[1]) / (2 * delta))
         real_dtype = base.real.dtype if base.dtype.kind == "c" else base.dtype
-        jac = np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+        jac = np.stack(columns, axis=1) if columns else np.zeros((y_rows, 0))
         jacobians.append(jac.astype(real_dtype))
     return jacobians
 
@@ -85,7 +85,7 @@ def compute_gradient(f, x, delta=None):
     y = convert_to_tensor(f(*xs))
     y_size = int(np.size(y._value))
     theoretical = _theoretical(f, xs, y_size, y._value.dtype, y._value.shape)
-    numerical = _numerical(f, xs, delta)
+    numerical = _numerical(f, xs, delta, y_size * (2 if y._value.dtype.kind == "c" else 1))
     return tuple(theoretical), tuple(numerical)
 
 

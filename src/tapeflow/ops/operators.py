@@ -91,7 +91,10 @@ def _install(cls, convert):
 
 
 def _as_is(fn):
-    return fn
+    """Ops are callable objects, not functions: wrap them so they bind as methods."""
+    def method(*args):
+        return fn(*args)
+    return method
 
 
 def _reading(fn):

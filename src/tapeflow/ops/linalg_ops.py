@@ -1,0 +1,3 @@
+"""linalg_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""nn_ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,1 @@
+"""`tf.random` (being written)."""

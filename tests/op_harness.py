@@ -1,0 +1,295 @@
+"""One harness for every op's spec row.
+
+A row (`OpSpec`) names a function written against a TensorFlow-like module
+`tf` (it runs unchanged with `tapeflow` and with TensorFlow), a NumPy
+reference, a sampler that stays in the op's domain and the input shapes to
+try.  `run_*` check, for one row:
+
+* forward:   tapeflow's value against the NumPy reference (float64);
+* gradient:  the tape's Jacobian against float64 central differences;
+* second:    the gradient of the gradient, again against central differences;
+* tf:        value, gradient and None-ness against TensorFlow (float32 and
+             float64) when TensorFlow is installed.
+"""
+
+import dataclasses
+import importlib.util
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pytest
+
+import tapeflow
+
+HAVE_TF = importlib.util.find_spec("tensorflow") is not None
+
+
+def tf_module():
+    """TensorFlow, imported on first use (the tests skip when it is absent)."""
+    if not HAVE_TF:
+        pytest.skip("TensorFlow is not installed")
+    import os
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow
+    return tensorflow
+
+
+# -- samplers: each returns an array of `shape` in `dtype` -------------------------
+
+def any_real(rng, shape, dtype):
+    return rng.uniform(-2.0, 2.0, shape).astype(dtype)
+
+
+def positive(rng, shape, dtype):
+    return rng.uniform(0.5, 2.0, shape).astype(dtype)
+
+
+def unit(rng, shape, dtype):
+    return rng.uniform(-0.9, 0.9, shape).astype(dtype)
+
+
+def away_from_zero(rng, shape, dtype):
+    mag = rng.uniform(0.5, 2.0, shape)
+    return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+
+
+def above_one(rng, shape, dtype):
+    return rng.uniform(1.2, 3.0, shape).astype(dtype)
+
+
+def complex_of(sampler):
+    """A complex sampler from a real one (real and imaginary parts drawn independently)."""
+    def sample(rng, shape, dtype):
+        cdtype = np.complex128 if np.dtype(dtype).itemsize >= 8 else np.complex64
+        return (sampler(rng, shape, np.float64) + 1j * sampler(rng, shape, np.float64)).astype(cdtype)
+    sample.__name__ = f"complex_{sampler.__name__}"
+    return sample
+
+
+def distinct(rng, shape, dtype):
+    """Well-separated values (for max/min/sort-like ops, so ties do not occur)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return (rng.permutation(n).reshape(shape) * 0.37 - n * 0.15).astype(dtype)
+
+
+@dataclasses.dataclass
+class OpSpec:
+    """One op (or composite) under test.
+
+    Attributes:
+      name: the row id.
+      fn: `fn(tf, *inputs)` using only the public API of `tf`.
+      ref: NumPy reference `ref(*arrays)`, or None (then only TF is the oracle).
+      shapes: list of cases, each a tuple of input shapes.
+      sampler: one sampler for all inputs, or a tuple with one per input.
+      wrt: indices of the differentiable inputs (others get no gradient check).
+      dtypes: dtypes compared against TensorFlow.
+      extra: non-differentiable extra inputs built per case: `extra(rng, shapes) -> list`
+        appended after the sampled inputs (indices, masks, ...).
+      second_order: check the gradient of the gradient numerically.
+      rtol, atol: forward/TF tolerances (float32 comparisons use the looser of these and 1e-4).
+      grad_tol: tolerance of the numerical gradient check.
+      tf_fn: a TensorFlow-specific variant of `fn`, where the APIs differ.
+      check_tf_grad: compare gradients against TensorFlow (off for ops where TF differs by convention).
+    """
+
+    name: str
+    fn: Callable
+    ref: Optional[Callable] = None
+    shapes: Sequence[tuple] = ((((3,)),),)
+    sampler: Any = any_real
+    wrt: Optional[Sequence[int]] = None
+    dtypes: Sequence[str] = ("float32", "float64")
+    extra: Optional[Callable] = None
+    second_order: bool = True
+    rtol: float = 1e-6
+    atol: float = 1e-6
+    grad_tol: float = 1e-5
+    tf_fn: Optional[Callable] = None
+    check_tf_grad: bool = True
+
+    def __str__(self):
+        return self.name
+
+
+def _sample(spec, rng, shapes, dtype):
+    samplers = spec.sampler if isinstance(spec.sampler, tuple) else (spec.sampler,) * len(shapes)
+    arrays = [s(rng, shape, dtype) for s, shape in zip(samplers, shapes, strict=True)]
+    extra = list(spec.extra(rng, shapes)) if spec.extra else []
+    return arrays, extra
+
+
+def _wrt(spec, n):
+    return list(range(n)) if spec.wrt is None else list(spec.wrt)
+
+
+def _to_numpy(value):
+    if isinstance(value, (list, tuple)):
+        return [_to_numpy(v) for v in value]
+    if isinstance(value, tapeflow.IndexedSlices):
+        value = tapeflow.convert_to_tensor(value)
+    return np.asarray(value)
+
+
+def _scalarize(out):
+    """A scalar from an op's output(s) with fixed random weights, for gradient checks."""
+    tf = tapeflow
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    total = None
+    for k, o in enumerate(outs):
+        o = tf.convert_to_tensor(o)
+        if not o.dtype.is_floating and not o.dtype.is_complex:
+            continue
+        w = np.random.default_rng(1000 + k).uniform(0.5, 1.5, o.shape.as_list()).astype(o.dtype.as_numpy_dtype)
+        term = tf.reduce_sum(tf.math.real(o * tf.constant(w)) if o.dtype.is_complex else o * tf.constant(w))
+        total = term if total is None else total + term
+    return total
+
+
+def run_forward(spec, case_index):
+    rng = np.random.default_rng(case_index)
+    shapes = spec.shapes[case_index]
+    arrays, extra = _sample(spec, rng, shapes, np.float64)
+    got = spec.fn(tapeflow, *[tapeflow.constant(a) for a in arrays], *extra)
+    if spec.ref is None:
+        return
+    want = spec.ref(*arrays, *extra)
+    _assert_close(_to_numpy(got), want, spec.rtol, spec.atol, f"{spec.name} forward")
+
+
+def run_gradient(spec, case_index):
+    rng = np.random.default_rng(100 + case_index)
+    shapes = spec.shapes[case_index]
+    arrays, extra = _sample(spec, rng, shapes, np.float64)
+    wrt = _wrt(spec, len(arrays))
+
+    def f(*xs):
+        args = [tapeflow.constant(a) for a in arrays]
+        for i, x in zip(wrt, xs, strict=True):
+            args[i] = x
+        return spec.fn(tapeflow, *args, *extra)
+
+    theoretical, numerical = tapeflow.test.compute_gradient(f, [arrays[i] for i in wrt])
+    for i, (t, n) in enumerate(zip(theoretical, numerical, strict=True)):
+        np.testing.assert_allclose(t, n, rtol=spec.grad_tol, atol=spec.grad_tol,
+                                   err_msg=f"{spec.name}: gradient of input {wrt[i]} for shapes {shapes}")
+
+
+def run_second_order(spec, case_index):
+    if not spec.second_order:
+        pytest.skip("second order not defined for this op")
+    rng = np.random.default_rng(200 + case_index)
+    shapes = spec.shapes[case_index]
+    arrays, extra = _sample(spec, rng, shapes, np.float64)
+    wrt = _wrt(spec, len(arrays))
+
+    def first_grad(*xs):
+        args = [tapeflow.constant(a) for a in arrays]
+        for i, x in zip(wrt, xs, strict=True):
+            args[i] = x
+        with tapeflow.GradientTape() as tape:
+            tape.watch(xs)
+            y = _scalarize(spec.fn(tapeflow, *args, *extra))
+        grads = tape.gradient(y, list(xs), unconnected_gradients="zero")
+        parts = [tapeflow.reshape(tapeflow.convert_to_tensor(g), [-1]) for g in grads]
+        return tapeflow.concat(parts, 0) if len(parts) > 1 else parts[0]
+
+    theoretical, numerical = tapeflow.test.compute_gradient(first_grad, [arrays[i] for i in wrt])
+    for t, n in zip(theoretical, numerical, strict=True):
+        np.testing.assert_allclose(t, n, rtol=spec.grad_tol * 10, atol=spec.grad_tol * 10,
+                                   err_msg=f"{spec.name}: second-order gradient for shapes {shapes}")
+
+
+def _value_and_grads(module, fn, arrays, extra, wrt, dtype):
+    real = "float32" if dtype in ("float32", "complex64") else "float64"
+    xs = [module.constant(a.astype(dtype if a.dtype.kind == "c" else real)) for a in arrays]
+    with module.GradientTape() as tape:
+        for i in wrt:
+            tape.watch(xs[i])
+        out = fn(module, *xs, *extra)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        weighted = []
+        for k, o in enumerate(outs):
+            o = module.convert_to_tensor(o)
+            if not (o.dtype.is_floating or o.dtype.is_complex):
+                continue
+            w = np.random.default_rng(1000 + k).uniform(0.5, 1.5, o.shape.as_list()).astype(o.dtype.as_numpy_dtype)
+            weighted.append(module.reduce_sum(module.math.real(o * w) if o.dtype.is_complex else o * w))
+        y = module.add_n(weighted) if len(weighted) > 1 else (weighted[0] if weighted else None)
+    grads = tape.gradient(y, [xs[i] for i in wrt]) if y is not None else [None] * len(wrt)
+    return [_to_numpy_any(o) for o in outs], [None if g is None else _to_numpy_any(module.convert_to_tensor(g)) for g in grads]
+
+
+def _to_numpy_any(t):
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+
+
+def run_against_tf(spec, case_index, dtype):
+    tf = tf_module()
+    if dtype not in spec.dtypes:
+        pytest.skip(f"{dtype} not compared for {spec.name}")
+    rng = np.random.default_rng(300 + case_index)
+    shapes = spec.shapes[case_index]
+    arrays, extra = _sample(spec, rng, shapes, np.float64)
+    if any(a.dtype.kind == "c" for a in arrays):
+        dtype = {"float32": "complex64", "float64": "complex128"}[dtype]
+    wrt = _wrt(spec, len(arrays))
+    ours = _value_and_grads(tapeflow, spec.fn, arrays, extra, wrt, dtype)
+    theirs = _value_and_grads(tf, spec.tf_fn or spec.fn, arrays, extra, wrt, dtype)
+    loose = dtype in ("float32", "complex64")
+    rtol = max(spec.rtol, 2e-4) if loose else max(spec.rtol, 1e-9)
+    atol = max(spec.atol, 2e-4) if loose else max(spec.atol, 1e-9)
+    for k, (a, b) in enumerate(zip(ours[0], theirs[0], strict=True)):
+        _assert_close(a, b, rtol, atol, f"{spec.name} value {k} vs TensorFlow ({dtype})")
+    if not spec.check_tf_grad:
+        return
+    for i, (a, b) in enumerate(zip(ours[1], theirs[1], strict=True)):
+        assert (a is None) == (b is None), f"{spec.name}: gradient {i} None-ness differs from TensorFlow ({a} vs {b})"
+        if a is not None:
+            _assert_close(a, b, rtol * 10, atol * 10, f"{spec.name} gradient {wrt[i]} vs TensorFlow ({dtype})")
+
+
+def _assert_close(got, want, rtol, atol, what):
+    if isinstance(want, (list, tuple)):
+        got = got if isinstance(got, (list, tuple)) else [got]
+        assert len(got) == len(want), f"{what}: {len(got)} outputs, expected {len(want)}"
+        for g, w in zip(got, want, strict=True):
+            _assert_close(g, w, rtol, atol, what)
+        return
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    if got.dtype == np.bool_ or want.dtype == np.bool_ or got.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+    else:
+        np.testing.assert_allclose(got.astype(np.complex128 if got.dtype.kind == "c" else np.float64),
+                                   want, rtol=rtol, atol=atol, err_msg=what, equal_nan=True)
+
+
+def parametrize(specs):
+    """Decorators turning a spec list into (spec, case) test parameters."""
+    cases = [pytest.param(s, i, id=f"{s.name}-{i}") for s in specs for i in range(len(s.shapes))]
+    return pytest.mark.parametrize("spec,case", cases)
+
+
+def define_tests(specs, namespace):
+    """Adds the standard tests for `specs` to a test module's namespace."""
+    @parametrize(specs)
+    def test_forward(spec, case):
+        run_forward(spec, case)
+
+    @parametrize(specs)
+    def test_gradient(spec, case):
+        run_gradient(spec, case)
+
+    @parametrize(specs)
+    def test_second_order(spec, case):
+        run_second_order(spec, case)
+
+    @parametrize(specs)
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    def test_against_tensorflow(spec, case, dtype):
+        run_against_tf(spec, case, dtype)
+
+    namespace.update(test_forward=test_forward, test_gradient=test_gradient,
+                     test_second_order=test_second_order, test_against_tensorflow=test_against_tensorflow)
