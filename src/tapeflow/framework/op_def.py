@@ -65,6 +65,12 @@ class Op:
         _OPS[type_] = self
 
     def __call__(self, *inputs, name=None, **attrs):
+        if len(inputs) == 2:                      # fast path: binary ops on two tensors
+            x, y = inputs
+            if type(x) is Tensor and type(y) is Tensor and not attrs:
+                return execute(self, inputs, _NO_ATTRS)
+        elif len(inputs) == 1 and type(inputs[0]) is Tensor:
+            return execute(self, inputs, attrs or _NO_ATTRS)
         return execute(self, convert_inputs(inputs, self.same_dtype), attrs)
 
     def def_grad(self, fn=None, *, uses_outputs=False):
@@ -95,14 +101,25 @@ def convert_inputs(values, same_dtype=True):
         if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
             dtype = v.dtype
             break
-    return [v if type(v) is Tensor else convert_to_tensor(v, dtype=_loose(v, dtype)) for v in values]
+    return [v if type(v) is Tensor else convert_like(v, dtype) for v in values]
 
 
-def _loose(value, dtype):
-    """Python values follow the tensors' dtype; tensors keep their own (checked later)."""
+def convert_like(value, dtype):
+    """Converts an operand next to tensors of `dtype` (TF's eager op conversion).
+
+    Python and NumPy values are converted to `dtype` when they can be; otherwise
+    (and for tensors) they keep their own dtype, and a mismatch is reported by
+    the op as InvalidArgumentError.
+    """
     if dtype is None or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
-        return None
-    return dtype
+        return convert_to_tensor(value)
+    try:
+        return convert_to_tensor(value, dtype=dtype)
+    except (TypeError, ValueError):
+        return convert_to_tensor(value)
+
+
+_NO_ATTRS = {}
 
 
 class OpRecord:
@@ -114,16 +131,25 @@ class OpRecord:
     DeleteTrace).
     """
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "input_ids", "output_ids", "out_specs")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "input_ids", "output_ids", "out_specs",
+                 "skip_input_indices")
 
-    def __init__(self, op_, inputs, outputs, attrs):
+    def __init__(self, op_, inputs, input_ids, outputs, attrs, skip):
         self.op = op_
         self.inputs = inputs
         self.attrs = attrs
-        self.input_ids = [t._id for t in inputs]
-        self.output_ids = [t._id for t in outputs]
-        self.out_specs = [(t._value.shape, t._value.dtype) for t in outputs]
+        self.input_ids = input_ids
+        if len(outputs) == 1:
+            out = outputs[0]
+            self.output_ids = (out._id,)
+            self.out_specs = ((out._value.shape, out._value.dtype),)
+        else:
+            self.output_ids = [t._id for t in outputs]
+            self.out_specs = [(t._value.shape, t._value.dtype) for t in outputs]
         self.outputs = outputs if op_.uses_outputs else None
+        # Inputs no recording tape traces: their gradients are never needed (TF's
+        # skip_input_indices); rules may skip computing them.
+        self.skip_input_indices = skip
 
     @property
     def type(self):
@@ -142,42 +168,51 @@ def execute(op_, inputs, attrs):
 
     This is the only path by which tensors are made from other tensors.
     """
-    if op_.allowed is not None and inputs and inputs[0]._value.dtype not in op_.allowed:
+    values = [t._value for t in inputs]
+    if op_.allowed is not None and values and values[0].dtype not in op_.allowed:
         _raise_dtype(op_, inputs[0])
-    if op_.same_dtype and len(inputs) > 1:
-        dt = inputs[0]._value.dtype
-        for i, t in enumerate(inputs):
-            if t._value.dtype != dt:
-                _raise_mismatch(op_, i, dt, t._value.dtype)
+    if op_.same_dtype and len(values) > 1:
+        dt = values[0].dtype
+        for i, v in enumerate(values):
+            if v.dtype != dt:
+                _raise_mismatch(op_, i, dt, v.dtype)
     try:
-        if attrs:
-            out = op_.kernel(*[t._value for t in inputs], **attrs)
-        else:
-            out = op_.kernel(*[t._value for t in inputs])
+        out = op_.kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
         raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
     if op_.num_outputs == 1:
         result = Tensor(out)
-        outputs = (result,)
-    else:
-        outputs = result = tuple([Tensor(o) for o in out])
+        if state.tapes:
+            record(op_, inputs, (result,), attrs)
+        return result
+    result = tuple([Tensor(o) for o in out])
     if state.tapes:
-        record(op_, inputs, outputs, attrs)
+        record(op_, inputs, result, attrs)
     return result
 
 
 def record(op_, inputs, outputs, attrs):
-    """Offers one executed op to every active tape (tape.h RecordOperation)."""
+    """Offers one executed op to every active tape (tape.h RecordOperation).
+
+    A tape records the op when it traces one of its inputs of a trainable dtype.
+    """
     rec = None
+    input_ids = [t._id for t in inputs]
     for tape in state.tapes:
         tensor_tape = tape._tensor_tape
-        for t in inputs:
-            if t._id in tensor_tape and t._value.dtype in _TRAINABLE:
+        traced = [i in tensor_tape for i in input_ids]
+        if True not in traced:
+            continue
+        for t, hit in zip(inputs, traced):
+            if hit and t._value.dtype in _TRAINABLE:
                 break
         else:
             continue
         if rec is None:
-            rec = OpRecord(op_, inputs, outputs, attrs)
+            skip = tuple(k for k, hit in enumerate(traced) if not hit) if False in traced else ()
+            rec = OpRecord(op_, inputs, input_ids, outputs, attrs, skip)
+        elif rec.skip_input_indices:
+            rec.skip_input_indices = tuple(k for k in rec.skip_input_indices if not traced[k])
         tape._record(rec)
 
 
@@ -192,7 +227,16 @@ def _raise_mismatch(op_, index, expected, got):
     raise InvalidArgumentError(
         None, op_.type,
         f"cannot compute {op_.type} as input #{index}(zero-based) was expected to be a "
-        f"{_dtypes._BY_NP[expected].name} tensor but is a {_dtypes._BY_NP[got].name} tensor [Op:{op_.type}]")
+        f"{_tf_name(expected)} tensor but is a {_tf_name(got)} tensor [Op:{op_.type}]")
+
+
+_TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}
+
+
+def _tf_name(np_dtype):
+    """TensorFlow's kernel-level type name ("float" for float32), used in its messages."""
+    name = _dtypes._BY_NP[np_dtype].name
+    return _TF_TYPE_NAMES.get(name, name)
 
 
 def get_op(op_type):

@@ -255,6 +255,12 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
 def _convert_slow(value, dtype, dtype_hint):
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
+        kind = type(value)
+        if (kind is float or kind is int) and dtype._np.kind in "fc" or kind is int and dtype._np.kind in "iu":
+            try:   # fast path: a Python number in an operator with a tensor
+                return Tensor(np.asarray(value, dtype._np))
+            except OverflowError:
+                raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}") from None
     convert = getattr(value, "_as_tensor", None)
     if convert is not None:  # Variable, IndexedSlices, symbolic values
         return convert(dtype)

@@ -16,10 +16,10 @@ def unbroadcast(grad, shape):
     >>> unbroadcast(tf.ones([2, 3]), (3,)).numpy()
     array([2., 2., 2.], dtype=float32)
     """
-    from tapeflow.ops import array_ops, math_ops
     gshape = grad._value.shape if type(grad) is Tensor else tuple(grad.shape)
     if gshape == shape:
         return grad
+    from tapeflow.ops import array_ops, math_ops
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
     for i, d in enumerate(shape):
@@ -33,5 +33,6 @@ def unbroadcast(grad, shape):
 def binary_grads(op, dx, dy):
     """Unbroadcasts the gradients of a broadcasting binary op to its input shapes."""
     x, y = op.inputs
-    return (None if dx is None else unbroadcast(dx, x._value.shape),
-            None if dy is None else unbroadcast(dy, y._value.shape))
+    skip = op.skip_input_indices
+    return (None if dx is None or 0 in skip else unbroadcast(dx, x._value.shape),
+            None if dy is None or 1 in skip else unbroadcast(dy, y._value.shape))
