@@ -105,16 +105,42 @@ class Tape:
         stack = [op_id for op_id in op_tape if op_id not in missing]
         grads = self._initial_gradients(target_ids, target_specs, source_specs, output_gradients, op_tape, vspace)
         grad_sizes = {}
+        tensor_tape = self._tensor_tape
+        backward = self._backward
         try:
             while stack:
-                op_id = stack.pop()
-                rec = op_tape.pop(op_id, None)
+                rec = op_tape.pop(stack.pop(), None)
                 if rec is None:
                     continue
-                in_grads = self._backward(rec, grads, sources, vspace)
+                in_grads = backward(rec, grads, sources, vspace)
                 input_ids = rec.input_ids
                 del rec   # Note [one-shot tape release]: the record dies here
-                self._accumulate(input_ids, in_grads, grads, grad_sizes, usage_counts, missing, stack, vspace)
+                if in_grads is None:
+                    in_grads = (None,) * len(input_ids)
+                # Collect the input gradients; an input whose last consumer has now run
+                # completes one more output of its producer, which is ready when all are.
+                for tid, g in zip(input_ids, in_grads):
+                    if g is not None:
+                        pending = grads.get(tid)
+                        if pending is None:
+                            grads[tid] = [g]
+                        else:
+                            pending.append(g)
+                            if len(pending) > _MIN_AGGREGATE_COUNT:
+                                self._maybe_aggregate(tid, pending, grads, grad_sizes, vspace)
+                    count = usage_counts[tid] - 1
+                    usage_counts[tid] = count
+                    if count > 0:
+                        continue
+                    producer = tensor_tape.get(tid)
+                    if producer is None:
+                        grads.pop(tid, None)     # no op made it: nobody needs its gradient
+                    elif producer != -1:
+                        left = missing.get(producer)
+                        if left is not None:
+                            missing[producer] = left - 1
+                            if left == 1:
+                                stack.append(producer)
         finally:
             op_tape.clear()
         result = []
@@ -178,80 +204,73 @@ class Tape:
         return grads
 
     def _backward(self, rec, grads, sources, vspace):
-        """Runs one record's gradient function on its aggregated output gradients."""
-        out_grads = []
-        any_nonzero = False
-        zero_indices = []
-        for i, oid in enumerate(rec.output_ids):
+        """Runs one record's gradient function; None when no output got a gradient."""
+        output_ids = rec.output_ids
+        if len(output_ids) == 1:             # the common case, without the general loop
+            oid = output_ids[0]
             g = grads.get(oid)
             if not g:
-                out_grads.append(None)
-                zero_indices.append(i)
-                continue
-            any_nonzero = True
+                return None
             g = g[0] if len(g) == 1 else vspace.aggregate(g)
             if oid in sources:
                 grads[oid] = [g]
             else:
                 del grads[oid]
-            out_grads.append(g)
-        if not any_nonzero:
-            return [None] * len(rec.input_ids)
-        accepts_none = _ACCEPTS_NONE.get(rec.op.type, ())
-        for i in zero_indices:
-            if i not in accepts_none:
-                out_grads[i] = vspace.zeros(*rec.out_specs[i])
+            out_grads = (g,)
+        else:
+            out_grads = self._output_grads(rec, grads, sources, vspace)
+            if out_grads is None:
+                return None
         grad_fn = rec.op.grad
         if grad_fn is NOT_DIFFERENTIABLE:
-            return [None] * len(rec.input_ids)
+            return None
         if grad_fn is None:
             raise LookupError(
                 f"No gradient defined for operation '{rec.op.type}' ({_describe_inputs(rec)}). "
                 f"Register one with tapeflow.RegisterGradient('{rec.op.type}') or wrap the input in tf.stop_gradient.")
         in_grads = grad_fn(rec, *out_grads)
         if type(in_grads) is not list and type(in_grads) is not tuple:
-            in_grads = [in_grads]
+            in_grads = (in_grads,)
         if len(in_grads) != len(rec.input_ids):
             raise ValueError(
                 f"Gradient function for '{rec.op.type}' returned {len(in_grads)} "
                 f"value{'s' if len(in_grads) != 1 else ''}; the op has {len(rec.input_ids)} inputs.")
         return in_grads
 
-    def _accumulate(self, input_ids, in_grads, grads, grad_sizes, usage_counts, missing, stack, vspace):
-        """Adds one op's input gradients and readies the ops whose outputs are complete."""
-        tensor_tape = self._tensor_tape
-        for tid, g in zip(input_ids, in_grads):
-            if g is not None:
-                pending = grads.get(tid)
-                if pending is None:
-                    grads[tid] = [g]
-                else:
-                    pending.append(g)
-                    if len(pending) > _MIN_AGGREGATE_COUNT:
-                        size = grad_sizes.get(tid)
-                        if size is None:
-                            size = grad_sizes[tid] = vspace.num_elements(pending[0])
-                        if len(pending) * size * 4 > _MIN_AGGREGATE_BYTES:
-                            grads[tid] = [vspace.aggregate(pending)]
-            count = usage_counts.get(tid)
-            if count is None:
+    @staticmethod
+    def _output_grads(rec, grads, sources, vspace):
+        """Aggregated gradients of a multi-output op; zeros (or None where the op
+        accepts it) for outputs that got none; None when none got any."""
+        out_grads = []
+        missing_outputs = []
+        for i, oid in enumerate(rec.output_ids):
+            g = grads.get(oid)
+            if not g:
+                out_grads.append(None)
+                missing_outputs.append(i)
                 continue
-            count -= 1
-            usage_counts[tid] = count
-            if count > 0:
-                continue
-            producer = tensor_tape.get(tid)
-            if producer is None:
-                grads.pop(tid, None)     # no op made it: nobody needs its gradient
-                continue
-            if producer == -1:
-                continue
-            left = missing.get(producer)
-            if left is not None:
-                left -= 1
-                missing[producer] = left
-                if left == 0:
-                    stack.append(producer)
+            g = g[0] if len(g) == 1 else vspace.aggregate(g)
+            if oid in sources:
+                grads[oid] = [g]
+            else:
+                del grads[oid]
+            out_grads.append(g)
+        if len(missing_outputs) == len(out_grads):
+            return None
+        accepts_none = _ACCEPTS_NONE.get(rec.op.type, ())
+        for i in missing_outputs:
+            if i not in accepts_none:
+                out_grads[i] = vspace.zeros(*rec.out_specs[i])
+        return out_grads
+
+    @staticmethod
+    def _maybe_aggregate(tid, pending, grads, grad_sizes, vspace):
+        """See Note [early aggregation]."""
+        size = grad_sizes.get(tid)
+        if size is None:
+            size = grad_sizes[tid] = vspace.num_elements(pending[0])
+        if len(pending) * size * 4 > _MIN_AGGREGATE_BYTES:
+            grads[tid] = [vspace.aggregate(pending)]
 
 
 def _describe_inputs(rec):

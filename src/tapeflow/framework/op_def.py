@@ -139,10 +139,9 @@ class OpRecord:
         self.inputs = inputs
         self.attrs = attrs
         self.input_ids = input_ids
-        if len(outputs) == 1:
-            out = outputs[0]
-            self.output_ids = (out._id,)
-            self.out_specs = ((out._value.shape, out._value.dtype),)
+        if len(outputs) == 1:      # a lone output never needs zeros: no spec kept
+            self.output_ids = (outputs[0]._id,)
+            self.out_specs = None
         else:
             self.output_ids = [t._id for t in outputs]
             self.out_specs = [(t._value.shape, t._value.dtype) for t in outputs]
@@ -168,14 +167,19 @@ def execute(op_, inputs, attrs):
 
     This is the only path by which tensors are made from other tensors.
     """
-    values = [t._value for t in inputs]
-    if op_.allowed is not None and values and values[0].dtype not in op_.allowed:
-        _raise_dtype(op_, inputs[0])
-    if op_.same_dtype and len(values) > 1:
-        dt = values[0].dtype
-        for i, v in enumerate(values):
-            if v.dtype != dt:
-                _raise_mismatch(op_, i, dt, v.dtype)
+    if len(inputs) == 1:
+        values = (inputs[0]._value,)
+        if op_.allowed is not None and values[0].dtype not in op_.allowed:
+            _raise_dtype(op_, inputs[0])
+    else:
+        values = [t._value for t in inputs]
+        if op_.allowed is not None and values and values[0].dtype not in op_.allowed:
+            _raise_dtype(op_, inputs[0])
+        if op_.same_dtype:
+            dt = values[0].dtype
+            for i, v in enumerate(values):
+                if v.dtype != dt:
+                    _raise_mismatch(op_, i, dt, v.dtype)
     try:
         out = op_.kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
@@ -196,9 +200,25 @@ def record(op_, inputs, outputs, attrs):
 
     A tape records the op when it traces one of its inputs of a trainable dtype.
     """
+    tapes = state.tapes
+    if len(tapes) == 1 and len(inputs) <= 2:      # fast paths: one tape, unary or binary op
+        tape = tapes[0]
+        traced = tape._tensor_tape
+        if len(inputs) == 1:
+            t = inputs[0]
+            if t._id in traced and t._value.dtype in _TRAINABLE:
+                tape._record(OpRecord(op_, inputs, (t._id,), outputs, attrs, ()))
+            return
+        x, y = inputs
+        xi, yi = x._id, y._id
+        hx, hy = xi in traced, yi in traced
+        if (hx and x._value.dtype in _TRAINABLE) or (hy and y._value.dtype in _TRAINABLE):
+            skip = () if hx and hy else ((1,) if hx else (0,))
+            tape._record(OpRecord(op_, inputs, (xi, yi), outputs, attrs, skip))
+        return
     rec = None
     input_ids = [t._id for t in inputs]
-    for tape in state.tapes:
+    for tape in tapes:
         tensor_tape = tape._tensor_tape
         traced = [i in tensor_tape for i in input_ids]
         if True not in traced:

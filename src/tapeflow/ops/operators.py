@@ -1,17 +1,27 @@
 """Python operators on Tensor and Variable, mapped to tapeflow ops (TF's operator overloads)."""
 
 from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import _NO_ATTRS, Op, execute
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variables import Variable
 from tapeflow.ops import array_ops, math_ops
 
 
 def _binary(fn):
-    def forward(x, y):
-        try:
-            return fn(x, y)
-        except TypeError:
-            return NotImplemented
+    if isinstance(fn, Op):                  # fast path: both operands are tensors
+        def forward(x, y):
+            if type(y) is Tensor and type(x) is Tensor:
+                return execute(fn, (x, y), _NO_ATTRS)
+            try:
+                return fn(x, y)
+            except TypeError:
+                return NotImplemented
+    else:
+        def forward(x, y):
+            try:
+                return fn(x, y)
+            except TypeError:
+                return NotImplemented
 
     def reverse(x, y):
         try:
@@ -92,6 +102,9 @@ def _install(cls, convert):
 
 def _as_is(fn):
     """Ops are callable objects, not functions: wrap them so they bind as methods."""
+    if not isinstance(fn, Op):
+        return fn
+
     def method(*args):
         return fn(*args)
     return method
