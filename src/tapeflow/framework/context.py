@@ -5,6 +5,7 @@ Both are changed only through context managers (`GradientTape`, `stop_recording`
 is a plain list attribute on a `threading.local`.
 """
 
+import contextlib
 import threading
 
 
@@ -26,3 +27,13 @@ def executing_eagerly():
     True
     """
     return not state.graphs
+
+
+@contextlib.contextmanager
+def eager_mode():
+    """Runs ops eagerly inside, even while a graph is being built (variable initial values)."""
+    saved, state.graphs = state.graphs, []
+    try:
+        yield
+    finally:
+        state.graphs = saved

@@ -45,9 +45,9 @@ class Op:
     """
 
     __slots__ = ("type", "kernel", "grad", "allowed", "same_dtype", "num_outputs",
-                 "uses_outputs", "__dict__")
+                 "uses_outputs", "stateful", "__dict__")
 
-    def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1):
+    def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -57,6 +57,7 @@ class Op:
         self.same_dtype = same_dtype
         self.num_outputs = num_outputs
         self.uses_outputs = False
+        self.stateful = stateful      # never folded or pruned in graphs (variables, randomness)
         self.__name__ = kernel.__name__
         self.__qualname__ = kernel.__qualname__
         self.__doc__ = kernel.__doc__
@@ -85,10 +86,10 @@ class Op:
         return f"<tapeflow op {self.type}>"
 
 
-def op(type_, dtypes=None, same_dtype=True, num_outputs=1):
+def op(type_, dtypes=None, same_dtype=True, num_outputs=1, stateful=False):
     """Decorator declaring a kernel as the op `type_` (see the module docstring)."""
     def wrap(kernel):
-        return Op(type_, kernel, dtypes, same_dtype, num_outputs)
+        return Op(type_, kernel, dtypes, same_dtype, num_outputs, stateful)
     return wrap
 
 
@@ -180,6 +181,8 @@ def execute(op_, inputs, attrs):
             for i, v in enumerate(values):
                 if v.dtype != dt:
                     _raise_mismatch(op_, i, dt, v.dtype)
+    if state.graphs and _builds_node(op_, inputs):
+        return _graph_op(op_, inputs, attrs)
     try:
         out = op_.kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
@@ -192,6 +195,23 @@ def execute(op_, inputs, attrs):
     result = tuple([Tensor(o) for o in out])
     if state.tapes:
         record(op_, inputs, result, attrs)
+    return result
+
+
+def _builds_node(op_, inputs):
+    """In a graph, ops on symbolic tensors or variables, and stateful ops, become nodes."""
+    if op_.stateful:
+        return True
+    for t in inputs:
+        if type(t) is not Tensor:
+            return True
+    return False
+
+
+def _graph_op(op_, inputs, attrs):
+    result = state.graphs[-1]._create_op(op_, inputs, attrs)
+    if state.tapes:
+        record(op_, inputs, (result,) if op_.num_outputs == 1 else result, attrs)
     return result
 
 

@@ -164,10 +164,15 @@ class _Reference:
 
 # -- conversion ------------------------------------------------------------
 
-def _infer_python(value):
-    """NumPy array for a Python scalar/list with TensorFlow's dtype inference."""
+def _infer_python(value, exact=False):
+    """NumPy array for a Python scalar/list with TensorFlow's dtype inference.
+
+    `exact`: a dtype was requested, so keep full precision (no float32/int32 narrowing).
+    """
     arr = np.asarray(value)
     kind = arr.dtype.kind
+    if exact and kind in "fiu":
+        return arr
     if kind == "f" and arr.dtype == np.float64 and not _holds_numpy_float64(value):
         return arr.astype(np.float32)
     if kind in "iu" and arr.dtype.itemsize == 8 and not _holds_numpy_int64(value):
@@ -199,7 +204,7 @@ def _convert_python(value, dtype):
         return arr
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
         return None  # packed by the caller with the Pack op
-    arr = _infer_python(value)
+    arr = _infer_python(value, exact=dtype is not None)
     if dtype is not None and arr.dtype != dtype._np:
         src, dst = arr.dtype.kind, dtype._np.kind
         lossy = (src == "f" and dst in "iub") or (src == "c" and dst != "c") or (src in "iu" and dst == "b")
@@ -258,7 +263,7 @@ def _convert_slow(value, dtype, dtype_hint):
         kind = type(value)
         if (kind is float or kind is int) and dtype._np.kind in "fc" or kind is int and dtype._np.kind in "iu":
             try:   # fast path: a Python number in an operator with a tensor
-                return Tensor(np.asarray(value, dtype._np))
+                return _in_graph(Tensor(np.asarray(value, dtype._np)))
             except OverflowError:
                 raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}") from None
     convert = getattr(value, "_as_tensor", None)
@@ -268,14 +273,22 @@ def _convert_slow(value, dtype, dtype_hint):
         return value
     if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
         try:
-            return Tensor(_convert_python(value, dtypes.as_dtype(dtype_hint)))
+            return _in_graph(Tensor(_convert_python(value, dtypes.as_dtype(dtype_hint))))
         except (TypeError, ValueError):
             pass
     arr = _convert_python(value, dtype)
     if arr is None:
         from tapeflow.ops import array_ops
         return array_ops.stack([convert_to_tensor(v, dtype) for v in value])
-    return Tensor(arr)
+    return _in_graph(Tensor(arr))
+
+
+def _in_graph(t):
+    """While a graph is being built, Python values become Const nodes of it (TF's graph mode)."""
+    if state.graphs:
+        from tapeflow.graph.graph import const
+        return const(state.graphs[-1], t)
+    return t
 
 
 def constant(value, dtype=None, shape=None, name="Const"):
@@ -316,7 +329,7 @@ def constant(value, dtype=None, shape=None, name="Const"):
                                 f"(converted from {arr.shape}) has {arr.size} elements, but got `shape` "
                                 f"{shape} with {int(np.prod(shape))} elements).")
             arr = arr.reshape(shape)
-    return Tensor(arr)
+    return _in_graph(Tensor(arr))
 
 
 def is_tensor(x):

@@ -11,7 +11,7 @@ so tensors read earlier keep their values.
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.context import state
+from tapeflow.framework.context import eager_mode, state
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
@@ -46,11 +46,15 @@ class Variable:
                  synchronization=None, aggregation=None, shape=None, experimental_enable_variable_lifting=True):
         if initial_value is None:
             raise ValueError("The `initial_value` arg (None) must be specified.")
-        if callable(initial_value):
-            initial_value = initial_value()
-        value = convert_to_tensor(initial_value, dtype=_cast_ok(initial_value, dtype))
-        if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
-            value = Tensor(np.asarray(value._value).astype(dtypes.as_dtype(dtype)._np))
+        with eager_mode():     # a variable's value exists at once, also when made in a graph
+            if callable(initial_value):
+                initial_value = initial_value()
+            value = convert_to_tensor(initial_value, dtype=_cast_ok(initial_value, dtype))
+            if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
+                value = Tensor(np.asarray(value._value).astype(dtypes.as_dtype(dtype)._np))
+        if not isinstance(value._value, (np.ndarray, np.generic)):
+            raise ValueError("A Variable's initial value must be computable eagerly; got a graph tensor "
+                             f"{value!r}. Create the variable outside the graph function.")
         self._value = np.array(value._value)
         self._id = _next_id()
         self._trainable = True if trainable is None else bool(trainable)
@@ -67,7 +71,7 @@ class Variable:
                     tape.watch_variable(self)
 
     def value(self):
-        if not state.tapes:
+        if not state.tapes and not state.graphs:
             return Tensor(self._value)
         self._note_access()
         return execute(_read_variable, (self,), {})

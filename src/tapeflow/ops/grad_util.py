@@ -1,6 +1,55 @@
-"""Helpers shared by gradient rules: the one place broadcasting is undone."""
+"""Helpers shared by gradient rules: the one place broadcasting is undone.
 
+Shapes are static tuples; in graphs they may hold None (unknown until run
+time).  Then the shape-of ops below take the tensor whose shape is wanted as
+an input and read it when the graph runs.
+"""
+
+import numpy as np
+
+from tapeflow.framework.op_def import op
 from tapeflow.framework.tensor import Tensor
+
+
+def _sum_to(g, shape):
+    """NumPy: sums array g down to `shape` (the inverse of broadcasting)."""
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+    return np.sum(g, axis=axes, keepdims=True, dtype=g.dtype).reshape(shape) if axes else g.reshape(shape)
+
+
+@op("BroadcastToShapeOf", same_dtype=False)
+def broadcast_like(g, like):
+    return np.broadcast_to(g, np.shape(like))
+
+
+@op("SumToShapeOf", same_dtype=False)
+def sum_like(g, like):
+    return _sum_to(np.asarray(g), np.shape(like))
+
+
+@op("ReshapeToShapeOf", same_dtype=False)
+def reshape_like(g, like):
+    return np.reshape(g, np.shape(like))
+
+
+@broadcast_like.def_grad
+def _broadcast_like_grad(op, dy):
+    return sum_like(dy, op.inputs[0]), None          # broadcasting's adjoint sums
+
+
+@sum_like.def_grad
+def _sum_like_grad(op, dy):
+    return broadcast_like(dy, op.inputs[0]), None    # summing's adjoint broadcasts
+
+
+@reshape_like.def_grad
+def _reshape_like_grad(op, dy):
+    return reshape_like(dy, op.inputs[0]), None      # reshape back
+
+
+def is_static(shape):
+    return None not in shape
 
 
 def shape_of(t):
@@ -8,8 +57,11 @@ def shape_of(t):
     return t._value.shape
 
 
-def unbroadcast(grad, shape):
+def unbroadcast(grad, shape, like=None):
     """Sums `grad` down to `shape`, undoing NumPy-style broadcasting.
+
+    With unknown dimensions (graphs), `like` (a tensor of the target shape) is
+    required and the reduction happens when the graph runs.
 
     >>> import tapeflow as tf
     >>> from tapeflow.ops.grad_util import unbroadcast
@@ -17,8 +69,12 @@ def unbroadcast(grad, shape):
     array([2., 2., 2.], dtype=float32)
     """
     gshape = grad._value.shape if type(grad) is Tensor else tuple(grad.shape)
-    if gshape == shape:
+    if gshape == shape and None not in shape:
         return grad
+    if None in gshape or None in shape:
+        if like is None:
+            raise ValueError(f"unbroadcast of a gradient of shape {gshape} to {shape} needs `like`")
+        return sum_like(grad, like)
     from tapeflow.ops import array_ops, math_ops
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
@@ -34,5 +90,23 @@ def binary_grads(op, dx, dy):
     """Unbroadcasts the gradients of a broadcasting binary op to its input shapes."""
     x, y = op.inputs
     skip = op.skip_input_indices
-    return (None if dx is None or 0 in skip else unbroadcast(dx, x._value.shape),
-            None if dy is None or 1 in skip else unbroadcast(dy, y._value.shape))
+    return (None if dx is None or 0 in skip else unbroadcast(dx, x._value.shape, x),
+            None if dy is None or 1 in skip else unbroadcast(dy, y._value.shape, y))
+
+
+def reduction_grad(dy, x, axes, keepdims):
+    """Spreads the gradient of a reduction over `axes` of `x` back to x's shape."""
+    from tapeflow.ops import array_ops
+    shape = x._value.shape
+    if None not in shape:
+        if not keepdims:
+            dy = array_ops.reshape(dy, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+        return array_ops.broadcast_to(dy, shape)
+    if not keepdims:
+        kept = tuple(1 if i in axes else (-1 if d is None else d) for i, d in enumerate(shape))
+        if kept.count(-1) <= 1:
+            dy = array_ops.reshape(dy, kept)
+        else:
+            for a in sorted(axes):
+                dy = array_ops.expand_dims(dy, a)
+    return broadcast_like(dy, x)

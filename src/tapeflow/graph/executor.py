@@ -1,0 +1,131 @@
+"""Compiled execution plans: a graph pruned to what the fetches need, ordered
+once, and run as a flat list of kernel calls over value slots.
+
+Note [plan slots]: every symbolic tensor the plan touches gets a slot index.
+Feeds are written into their slots, eager constants sit in slots filled once
+when the plan is built, and each step frees the slots whose last reader it
+was, so intermediates die as early as in eager mode.
+"""
+
+import numpy as np
+
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.variables import Variable
+from tapeflow.graph.graph import Operation, SymbolicTensor
+
+
+def _needed_ops(fetch_ops, feeds, extra_ops):
+    """The ops the fetches depend on (through data and control edges), in topological order."""
+    order = []
+    visited = set()
+    fed = {t._id for t in feeds}
+    for root in list(fetch_ops) + list(extra_ops):
+        stack = [(root, False)]
+        while stack:
+            op, expanded = stack.pop()
+            if expanded:
+                order.append(op)
+                continue
+            if op._id in visited:
+                continue
+            visited.add(op._id)
+            stack.append((op, True))
+            for c in reversed(op.control_inputs):
+                if c._id not in visited:
+                    stack.append((c, False))
+            for t in reversed(op.inputs):
+                if isinstance(t, SymbolicTensor) and t._id not in fed and t.op._id not in visited:
+                    stack.append((t.op, False))
+    return order
+
+
+class Plan:
+    """A runnable plan for `fetches` (tensors and ops of one graph) given `feeds`.
+
+    Args:
+      fetches: symbolic tensors (values returned) and Operations (only run).
+      feeds: placeholders whose values `run` receives, in this order.
+      run_stateful: also run every stateful op of the graph (tf.function semantics).
+    """
+
+    __slots__ = ("_steps", "_template", "_feed_slots", "_fetch_slots", "graph")
+
+    def __init__(self, graph, fetches, feeds, run_stateful=False):
+        self.graph = graph
+        slot_of = {}
+        template = []
+
+        def slot(key, value=None):
+            index = slot_of.get(key)
+            if index is None:
+                index = slot_of[key] = len(template)
+                template.append(value)
+            return index
+
+        self._feed_slots = [slot(t._id) for t in feeds]
+        fed = {t._id for t in feeds}
+        fetch_ops = []
+        for f in fetches:
+            if isinstance(f, Operation):
+                fetch_ops.append(f)
+            elif isinstance(f, SymbolicTensor) and f._id not in fed:
+                fetch_ops.append(f.op)
+        extra = graph._stateful_ops if run_stateful else ()
+        ops = _needed_ops(fetch_ops, feeds, extra)
+        steps = []
+        last_use = {}
+        for n, op in enumerate(ops):
+            ins, variables = [], []
+            for k, t in enumerate(op.inputs):
+                if isinstance(t, SymbolicTensor):
+                    ins.append(slot(t._id))
+                    last_use[ins[-1]] = n
+                elif isinstance(t, Variable):
+                    ins.append(slot(("var", t._id)))
+                    variables.append((k, t))
+                else:
+                    ins.append(slot(("const", t._id), t._value))
+            outs = tuple(slot(t._id) for t in op.outputs)
+            steps.append([op, tuple(ins), tuple(variables), outs, ()])
+        fetch_slots = []
+        for f in fetches:
+            if isinstance(f, SymbolicTensor):
+                fetch_slots.append(slot(f._id))
+            elif isinstance(f, Operation):
+                fetch_slots.append(None)
+            else:   # an eager value fetched as is
+                fetch_slots.append(slot(("const", id(f)), f._value if isinstance(f, Tensor) else f))
+        keep = set(fetch_slots) | set(self._feed_slots)
+        frees = {}
+        for index, n in last_use.items():
+            if index not in keep:
+                frees.setdefault(n, []).append(index)
+        self._steps = tuple(
+            (op.op_def.kernel, ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
+             op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), op)
+            for n, (op, ins, variables, outs, _) in enumerate(steps))
+        self._template = template
+        self._fetch_slots = fetch_slots
+
+    def run(self, feed_values):
+        """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
+        slots = list(self._template)
+        for index, value in zip(self._feed_slots, feed_values):
+            slots[index] = value
+        for kernel, ins, attrs, out, single, variables, frees, op in self._steps:
+            args = [slots[i] for i in ins]
+            for k, var in variables:
+                args[k] = var._value
+            try:
+                result = kernel(*args, **attrs)
+            except (ValueError, IndexError, np.linalg.LinAlgError, ZeroDivisionError) as e:
+                raise InvalidArgumentError(None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from None
+            if single:
+                slots[out] = result
+            else:
+                for index, value in zip(out, result):
+                    slots[index] = value
+            for index in frees:
+                slots[index] = None
+        return [None if i is None else slots[i] for i in self._fetch_slots]

@@ -1,0 +1,366 @@
+"""Graphs: Operations over symbolic tensors, built by the same op functions as eager mode.
+
+While a graph is the default (`Graph.as_default()`, or tracing a `tf.function`),
+`op_def.execute` hands any op with a symbolic or variable input (and every
+stateful op) to `Graph.create_op` instead of running its kernel.  Ops whose
+inputs are all eager constants still run at once: the graph never sees them
+(constant folding at build time).
+
+A symbolic tensor is a `Tensor` whose `_value` is a `Meta` (static shape with
+`None` for unknown dimensions, NumPy dtype), so code that only reads
+`x._value.shape` / `.dtype` / `.ndim` works unchanged on both kinds.
+"""
+
+import contextlib
+import re
+
+import numpy as np
+
+from tapeflow.framework.context import state
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import no_gradient
+from tapeflow.framework.op_def import op as op_decorator
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor_shape import TensorShape
+
+
+class Meta:
+    """The static description standing in for a symbolic tensor's value."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"Meta({self.shape}, {self.dtype})"
+
+
+class SymbolicTensor(Tensor):
+    """An output of an Operation in a Graph; it has a static shape but no value."""
+
+    __slots__ = ("_op", "_index")
+
+    def __init__(self, op, index, meta):
+        Tensor.__init__(self, meta)
+        self._op = op
+        self._index = index
+
+    op = property(lambda self: self._op)
+    value_index = property(lambda self: self._index)
+    graph = property(lambda self: self._op.graph)
+
+    @property
+    def name(self):
+        return f"{self._op.name}:{self._index}"
+
+    @property
+    def shape(self):
+        return TensorShape(self._value.shape)
+
+    @property
+    def device(self):
+        return ""
+
+    def numpy(self):
+        raise NotImplementedError(
+            f"Cannot convert symbolic tensor {self.name} to a NumPy array: it has no value while the graph "
+            "is being built. Return it from the tf.function (or fetch it with Session.run) instead.")
+
+    def __array__(self, dtype=None, copy=None):
+        self.numpy()
+
+    def __bool__(self):
+        raise TypeError(f"Using a symbolic tf.Tensor ({self.name}) as a Python `bool` is not allowed: "
+                        "use tf.cond for data-dependent control flow.")
+
+    def __len__(self):
+        n = self._value.shape[0] if self._value.shape else None
+        if n is None:
+            raise TypeError(f"len is not well defined for symbolic tensor {self.name} of shape {self.shape}.")
+        return n
+
+    def __iter__(self):
+        if not self._value.shape or self._value.shape[0] is None:
+            raise TypeError(f"Cannot iterate over tensor {self.name} of shape {self.shape}.")
+        from tapeflow.ops import array_ops
+        return iter(array_ops.unstack(self))
+
+    def __repr__(self):
+        return f"<tf.Tensor '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        raise TypeError("Symbolic tensors cannot be pickled.")
+
+    # TF1 graphs compare and hash tensors by identity (feed_dict keys); inside
+    # tf.function `==` is elementwise like eager tensors.
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        if self._op.graph.building_function:
+            return Tensor.__eq__(self, other)
+        return self is other
+
+    def __ne__(self, other):
+        if self._op.graph.building_function:
+            return Tensor.__ne__(self, other)
+        return self is not other
+
+
+@op_decorator("Const", same_dtype=False)
+def _const(value):
+    return value
+
+
+def const(graph, tensor):
+    """A Const node holding an eager tensor's value (graph-mode `tf.constant`)."""
+    value = tensor._value
+    return graph._create_op(_const, [], {"value": value}, metas=[Meta(tuple(np.shape(value)), np.asarray(value).dtype)])
+
+
+class Operation:
+    """A node of a Graph: an op type applied to input tensors with attributes.
+
+    Gradient functions receive Operations exactly as they receive eager
+    `OpRecord`s: `inputs`, `outputs`, `type`, `name`, `get_attr`.
+    """
+
+    __slots__ = ("graph", "op_def", "name", "inputs", "attrs", "outputs", "control_inputs",
+                 "_id", "__weakref__")
+
+    skip_input_indices = ()
+
+    def __init__(self, graph, op_def, name, inputs, attrs, metas, control_inputs):
+        self.graph = graph
+        self.op_def = op_def
+        self.name = name
+        self.inputs = tuple(inputs)
+        self.attrs = attrs
+        self.control_inputs = tuple(control_inputs)
+        self._id = len(graph._ops)
+        self.outputs = tuple(SymbolicTensor(self, i, m) for i, m in enumerate(metas))
+
+    @property
+    def type(self):
+        return self.op_def.type
+
+    @property
+    def op(self):     # what gradient functions call `op.op` in the eager record
+        return self.op_def
+
+    @property
+    def input_ids(self):
+        return [t._id for t in self.inputs]
+
+    @property
+    def output_ids(self):
+        return [t._id for t in self.outputs]
+
+    @property
+    def out_specs(self):
+        return [(t._value.shape, t._value.dtype) for t in self.outputs]
+
+    def get_attr(self, name):
+        try:
+            return self.attrs[name]
+        except KeyError:
+            raise ValueError(f"Operation '{self.name}' has no attr named '{name}'.") from None
+
+    def __repr__(self):
+        return f"<tf.Operation '{self.name}' type={self.type}>"
+
+
+def _sample_shapes(shapes, fill):
+    return [tuple(fill if d is None else d for d in s) for s in shapes]
+
+
+def infer_metas(op_def, inputs, attrs):
+    """Output Metas of `op_def` on `inputs`: its `shape_fn`, or abstract evaluation.
+
+    Abstract evaluation runs the kernel on zero arrays of the input shapes.
+    Unknown dimensions are tried as 2 and as 3; output dimensions that differ
+    between the two runs are unknown.
+    """
+    shape_fn = op_def.__dict__.get("shape_fn")
+    if shape_fn is not None:
+        return shape_fn(*[t._value for t in inputs], **attrs)
+    shapes = [tuple(t._value.shape) for t in inputs]
+    unknown = any(None in s for s in shapes)
+    try:
+        first = _abstract_run(op_def, inputs, _sample_shapes(shapes, 2), attrs)
+        if not unknown:
+            return first
+        second = _abstract_run(op_def, inputs, _sample_shapes(shapes, 3), attrs)
+    except (ValueError, IndexError, np.linalg.LinAlgError, TypeError, ZeroDivisionError) as e:
+        if not unknown:
+            raise InvalidArgumentError(None, op_def.type, f"{e} [Op:{op_def.type}]") from None
+        raise ValueError(f"Cannot infer the output shape of '{op_def.type}' with unknown input dimensions "
+                         f"{shapes}; give the inputs static shapes.") from None
+    return [Meta(_merge_dims(m1.shape, m2.shape), m1.dtype) for m1, m2 in zip(first, second)]
+
+
+def _merge_dims(a, b):
+    """Dimensions equal in both runs are static; the others depend on unknown inputs."""
+    if len(a) != len(b):
+        raise ValueError(f"The rank of this op's output depends on unknown input dimensions ({a} vs {b}).")
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def _abstract_run(op_def, inputs, shapes, attrs):
+    values = []
+    for t, shape in zip(inputs, shapes):
+        v = t._value
+        if type(v) is Meta:
+            values.append(np.zeros(shape, v.dtype))
+        else:
+            values.append(v)
+    out = op_def.kernel(*values, **attrs)
+    outs = (out,) if op_def.num_outputs == 1 else tuple(out)
+    return [Meta(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]
+
+
+class Graph:
+    """A dataflow graph of Operations.
+
+    >>> import tapeflow as tf
+    >>> g = tf.Graph()
+    >>> with g.as_default():
+    ...     x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+    ...     y = tf.reduce_sum(x * 2.0, axis=1)
+    >>> y.shape, y.graph is g
+    (TensorShape([None]), True)
+    """
+
+    building_function = False
+
+    def __init__(self):
+        self._ops = []
+        self._names = {}
+        self._name_stack = ""
+        self._control_inputs = []
+        self._stateful_ops = []     # in creation order: run even when not fetched
+        self.outer_graph = None
+
+    # -- building ----------------------------------------------------------------
+    def _create_op(self, op_def, inputs, attrs, metas=None):
+        inputs = [self._own(t) for t in inputs]
+        if metas is None:
+            metas = infer_metas(op_def, inputs, attrs)
+        name = self.unique_name(op_def.type)
+        op = Operation(self, op_def, name, inputs, attrs, metas, self._control_inputs_now())
+        self._ops.append(op)
+        if op_def.__dict__.get("stateful"):
+            self._stateful_ops.append(op)
+        if op_def.num_outputs == 1:
+            return op.outputs[0]
+        return op.outputs
+
+    def _own(self, t):
+        """An input usable in this graph: own tensors, eager values and variables as is."""
+        if isinstance(t, SymbolicTensor) and t.graph is not self:
+            return self.capture(t)
+        return t
+
+    def capture(self, t):
+        raise InvalidArgumentError(None, None, f"Tensor {t.name} belongs to another graph and cannot be "
+                                   "used here; pass it as an input or fetch it from its own graph.")
+
+    def _control_inputs_now(self):
+        deps = []
+        for group in self._control_inputs:
+            deps.extend(group)
+        return deps
+
+    def unique_name(self, name, mark_as_used=True):
+        name = (self._name_stack + "/" + name) if self._name_stack else name
+        count = self._names.get(name, 0)
+        if mark_as_used:
+            self._names[name] = count + 1
+        return name if count == 0 else f"{name}_{count}"
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Makes this graph the one new ops are added to."""
+        state.graphs.append(self)
+        try:
+            yield self
+        finally:
+            state.graphs.pop()
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        old = self._name_stack
+        if name:
+            name = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name.rstrip("/"))
+            self._name_stack = self.unique_name(name) if not old else self.unique_name(name)
+        try:
+            yield (self._name_stack + "/") if self._name_stack else ""
+        finally:
+            self._name_stack = old
+
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        if control_inputs is None:
+            saved, self._control_inputs = self._control_inputs, []
+            try:
+                yield
+            finally:
+                self._control_inputs = saved
+            return
+        ops = []
+        for c in control_inputs:
+            if isinstance(c, SymbolicTensor):
+                c = c.op
+            if isinstance(c, Operation):
+                ops.append(c)
+        self._control_inputs.append(ops)
+        try:
+            yield
+        finally:
+            self._control_inputs.pop()
+
+    def get_operations(self):
+        return list(self._ops)
+
+    def get_operation_by_name(self, name):
+        for op in self._ops:
+            if op.name == name:
+                return op
+        raise KeyError(f"The name '{name}' refers to an Operation not in the graph.")
+
+    def get_tensor_by_name(self, name):
+        op_name, _, index = name.rpartition(":")
+        return self.get_operation_by_name(op_name).outputs[int(index)]
+
+    def finalize(self):
+        pass
+
+
+no_gradient("Const")
+
+
+def get_default_graph():
+    """The innermost default graph; None while executing eagerly."""
+    return state.graphs[-1] if state.graphs else None
+
+
+def is_symbolic(t):
+    return isinstance(t, SymbolicTensor)
+

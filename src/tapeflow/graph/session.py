@@ -1,0 +1,125 @@
+"""TF1-style graphs: `compat.v1.placeholder` and `compat.v1.Session`."""
+
+import numpy as np
+
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import nest
+from tapeflow.framework.context import state
+from tapeflow.framework.op_def import op
+from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.graph.executor import Plan
+from tapeflow.graph.graph import Graph, Meta, Operation, SymbolicTensor
+
+
+@op("Placeholder", same_dtype=False)
+def _placeholder(dtype, shape, name):
+    raise ValueError(f"You must feed a value for placeholder tensor '{name}' with dtype "
+                     f"{_dtypes.from_numpy(dtype).name} and shape {TensorShape(shape)}")
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A graph input to be fed when the graph runs (TF1 `tf.compat.v1.placeholder`).
+
+    Raises:
+      RuntimeError: called while executing eagerly.
+      ValueError: `shape` has unknown rank (tapeflow needs the rank of every graph tensor).
+    """
+    if not state.graphs:
+        raise RuntimeError("tf.placeholder() is not compatible with eager execution.")
+    graph = state.graphs[-1]
+    if shape is None or TensorShape(shape).rank is None:
+        raise ValueError("tapeflow placeholders need a known rank: pass shape=[...] with None for unknown "
+                         "dimensions.")
+    dtype = _dtypes.as_dtype(dtype)
+    dims = tuple(TensorShape(shape).as_list())
+    op_name = graph.unique_name(name or "Placeholder", mark_as_used=False)
+    return graph._create_op(_placeholder, [], {"dtype": dtype._np, "shape": dims, "name": op_name},
+                            metas=[Meta(dims, dtype._np)])
+
+
+def _check_feed(tensor, value):
+    meta = tensor._value
+    array = np.asarray(value._value if isinstance(value, Tensor) else value)
+    if array.dtype != meta.dtype:
+        try:
+            converted = array.astype(meta.dtype)
+        except (TypeError, ValueError):
+            raise ValueError(f"Cannot feed value of dtype {array.dtype} for Tensor {tensor.name}, which has "
+                             f"dtype {_dtypes.from_numpy(meta.dtype).name}") from None
+        if array.dtype.kind in "fc" and meta.dtype.kind in "iub" or array.dtype.kind == "c" and meta.dtype.kind != "c":
+            raise ValueError(f"Cannot feed value of dtype {array.dtype} for Tensor {tensor.name}, which has "
+                             f"dtype {_dtypes.from_numpy(meta.dtype).name}")
+        array = converted
+    if not TensorShape(array.shape).is_compatible_with(meta.shape):
+        raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor {tensor.name}, which has shape "
+                         f"{TensorShape(meta.shape)}")
+    return array
+
+
+class Session:
+    """Runs fetches of a graph with fed values (TF1 `tf.compat.v1.Session`).
+
+    >>> import tapeflow as tf
+    >>> g = tf.Graph()
+    >>> with g.as_default():
+    ...     x = tf.compat.v1.placeholder(tf.float32, [2])
+    ...     y = x * 3.0
+    >>> with tf.compat.v1.Session(graph=g) as sess:
+    ...     sess.run(y, feed_dict={x: [1.0, 2.0]})
+    array([3., 6.], dtype=float32)
+    """
+
+    def __init__(self, target="", graph=None, config=None):
+        if graph is None:
+            graph = state.graphs[-1] if state.graphs else None
+        if graph is None:
+            raise RuntimeError("Session needs a graph: create it inside `with graph.as_default():` or pass graph=.")
+        self.graph = graph
+        self._plans = {}
+        self._closed = False
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Evaluates `fetches` (a nested structure of tensors, ops or their names).
+
+        Raises:
+          ValueError: a fed value has the wrong shape or dtype, or a fetch is not in the graph.
+          RuntimeError: the session is closed.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        flat = [self._as_fetch(f) for f in nest.flatten(fetches)]
+        feeds, values = [], []
+        for key, value in (feed_dict or {}).items():
+            t = self._as_fetch(key)
+            if not isinstance(t, SymbolicTensor):
+                raise TypeError(f"The key of a feed_dict must be a graph tensor, got {key!r}")
+            feeds.append(t)
+            values.append(_check_feed(t, value))
+        key = (tuple(id(f) for f in flat), tuple(t._id for t in feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = Plan(self.graph, flat, feeds)
+        results = plan.run(values)
+        return nest.pack_sequence_as(fetches, results)
+
+    def _as_fetch(self, f):
+        if isinstance(f, str):
+            return self.graph.get_tensor_by_name(f) if ":" in f else self.graph.get_operation_by_name(f)
+        if isinstance(f, SymbolicTensor):
+            if f.graph is not self.graph:
+                raise ValueError(f"Tensor {f.name} is not an element of this graph.")
+            return f
+        if isinstance(f, (Operation, Tensor)):
+            return f
+        raise TypeError(f"Fetch argument {f!r} has invalid type {type(f).__name__}; must be a tensor, an "
+                        "operation or their name.")
+
+    def close(self):
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
