@@ -20,6 +20,7 @@ from tapeflow.ops.nn_ops import *  # noqa: F401,F403
 from tapeflow.ops import operators as _operators  # noqa: F401  (installs Tensor operators)
 from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
 from tapeflow.graph.gradients import AggregationMethod, gradients
+from tapeflow.graph.function import function
 from tapeflow.graph.graph import Graph
 from tapeflow.graph.scopes import control_dependencies, name_scope
 from tapeflow import compat, errors, linalg, math, nest, nn, random, test  # noqa: E402

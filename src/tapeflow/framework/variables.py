@@ -12,7 +12,7 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import eager_mode, state
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 
@@ -25,6 +25,19 @@ def _read_variable(value):
 @_read_variable.def_grad
 def _read_variable_grad(op, dy):
     return dy   # a read is the identity on the variable's value
+
+
+@op("AssignVariableOp", same_dtype=False, stateful=True)
+def _write_variable(value, var, mode):
+    if mode == "assign_add":
+        value = var._value + value
+    elif mode == "assign_sub":
+        value = var._value - value
+    var._value = np.array(value, dtype=var._value.dtype)
+    return var._value
+
+
+no_gradient("AssignVariableOp")
 
 
 class Variable:
@@ -132,17 +145,35 @@ class Variable:
 
     # -- writes ---------------------------------------------------------------
     def assign(self, value, use_locking=None, name=None, read_value=True):
+        if state.graphs:
+            return self._graph_write(value, "assign")
         new = self._checked(value, "assign")
         self._value = np.array(new, copy=True)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        if state.graphs:
+            return self._graph_write(delta, "assign_add")
         self._value = np.asarray(self._value + self._checked(delta, "assign_add"))
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        if state.graphs:
+            return self._graph_write(delta, "assign_sub")
         self._value = np.asarray(self._value - self._checked(delta, "assign_sub"))
         return self if read_value else None
+
+    def _graph_write(self, value, mode):
+        """In a graph, a write is a stateful node run when the graph runs."""
+        t = convert_to_tensor(value, dtype=_cast_ok(value, self.dtype))
+        if t._value.dtype != self._value.dtype:
+            raise TypeError(f"Variable.{mode}: cannot use a {t.dtype.name} value with variable "
+                            f"'{self._name}' of dtype {self.dtype.name}.")
+        if mode == "assign" and not TensorShape(t._value.shape).is_compatible_with(self._value.shape):
+            raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape "
+                             f"{_shape_str(self._value.shape)} and the assigned value shape "
+                             f"{TensorShape(t._value.shape)} are incompatible.")
+        return execute(_write_variable, (t,), {"var": self, "mode": mode})
 
     def _checked(self, value, what):
         t = convert_to_tensor(value, dtype=_cast_ok(value, self.dtype))

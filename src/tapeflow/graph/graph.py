@@ -256,6 +256,7 @@ class Graph:
         self._name_stack = ""
         self._control_inputs = []
         self._stateful_ops = []     # in creation order: run even when not fetched
+        self._last_access = {}      # variable id -> last op reading or writing it
         self.outer_graph = None
 
     # -- building ----------------------------------------------------------------
@@ -264,13 +265,35 @@ class Graph:
         if metas is None:
             metas = infer_metas(op_def, inputs, attrs)
         name = self.unique_name(op_def.type)
-        op = Operation(self, op_def, name, inputs, attrs, metas, self._control_inputs_now())
+        touched = self._variables_touched(inputs, attrs)
+        deps = self._control_inputs_now()
+        for var_id in touched:        # Note [variable order]
+            last = self._last_access.get(var_id)
+            if last is not None:
+                deps.append(last)
+        op = Operation(self, op_def, name, inputs, attrs, metas, deps)
         self._ops.append(op)
-        if op_def.__dict__.get("stateful"):
+        for var_id in touched:
+            self._last_access[var_id] = op
+        if op_def.stateful:
             self._stateful_ops.append(op)
         if op_def.num_outputs == 1:
             return op.outputs[0]
         return op.outputs
+
+    @staticmethod
+    def _variables_touched(inputs, attrs):
+        """Ids of the variables an op reads (as inputs) or writes (the `var` attr).
+
+        Note [variable order]: ops touching a variable run in the order they
+        were created (TF's automatic control dependencies), so a read placed
+        after an assignment sees the new value.
+        """
+        ids = [t._id for t in inputs if type(t).__name__ == "Variable"]
+        var = attrs.get("var") if attrs else None
+        if var is not None:
+            ids.append(var._id)
+        return ids
 
     def _own(self, t):
         """An input usable in this graph: own tensors, eager values and variables as is."""

@@ -1,0 +1,369 @@
+"""`tf.function`: tracing Python functions into graphs, cached by input signature.
+
+A traced function is a `ConcreteFunction`: a `FuncGraph` (placeholders for the
+tensor arguments, captured outer values, the variables it reads) and a compiled
+plan.  Calling it eagerly runs the plan; calling it while a graph is built adds
+one "PartitionedCall" node.  Either way the call is one op to tapes and to
+`tf.gradients`, whose gradient is another ConcreteFunction: the forward graph
+inlined and differentiated with `gradients` (Note [call gradients]).
+"""
+
+import functools
+import inspect
+import weakref
+
+import numpy as np
+
+from tapeflow.framework import nest
+from tapeflow.framework.context import state
+from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
+from tapeflow.framework.tensor_spec import TensorSpec
+from tapeflow.framework.variables import Variable
+from tapeflow.graph.executor import Plan
+from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const
+from tapeflow.graph.session import _placeholder
+
+
+class FuncGraph(Graph):
+    """The graph of one traced function.
+
+    Values from outside that the function uses are captured: symbolic tensors
+    of an outer graph and eager tensors that existed before tracing began
+    become placeholders fed at call time (so tapes and `gradients` see them
+    as inputs of the call); eager tensors made during tracing are constants.
+    """
+
+    building_function = True
+
+    def __init__(self, name, outer_graph=None):
+        super().__init__()
+        self.name = name
+        self.outer_graph = outer_graph
+        self.inputs = []          # placeholders of the tensor arguments
+        self.captures = []        # (outer value, placeholder)
+        self._capture_of = {}
+        self.variables = []
+        self._variable_ids = set()
+        self._first_own_id = _next_id()   # eager tensors with smaller ids come from outside
+
+    def _own(self, t):
+        if isinstance(t, SymbolicTensor):
+            return t if t.graph is self else self.capture(t)
+        if isinstance(t, Variable):
+            if t._id not in self._variable_ids:
+                self._variable_ids.add(t._id)
+                self.variables.append(t)
+            return t
+        if t._id < self._first_own_id:
+            return self.capture(t)
+        return t
+
+    def capture(self, t):
+        placeholder = self._capture_of.get(t._id)
+        if placeholder is None:
+            placeholder = self._new_placeholder(t._value.shape, t._value.dtype, "capture")
+            self._capture_of[t._id] = placeholder
+            self.captures.append((t, placeholder))
+        return placeholder
+
+    def _new_placeholder(self, shape, dtype, name):
+        shape = tuple(shape)
+        return self._create_op(_placeholder, [], {"dtype": np.dtype(dtype), "shape": shape, "name": name},
+                               metas=[Meta(shape, np.dtype(dtype))])
+
+
+# -- the call op ------------------------------------------------------------------
+
+@op("PartitionedCall", same_dtype=False, num_outputs=-1, stateful=True)
+def _call(*args, f):
+    return f._run(args)
+
+
+def _call_shape(*metas, f):
+    return [t._value if isinstance(t, SymbolicTensor) else Meta(t._value.shape, t._value.dtype)
+            for t in f._flat_tensor_outputs]
+
+
+_call.shape_fn = _call_shape
+_call.accepts_none = True      # outputs without gradient are passed as None, not zeros
+
+
+@_call.def_grad
+def _call_grad(op, *dys):
+    # Note [call gradients]: the gradient of a call is a call of the function's
+    # backward function on (the call's inputs, the output gradients).
+    f = op.get_attr("f")
+    backward = f._backward_function()
+    outputs = f._flat_tensor_outputs
+    dys = [_zeros_like_meta(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
+    trainable = [i for i, t in enumerate(outputs) if t._value.dtype.kind in "fc"]
+    n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, then variables
+    grads = iter(backward._call_flat(list(op.inputs[:n_inputs]) + [dys[i] for i in trainable]))
+    return [next(grads) if present else None for present in backward._grad_mask]
+
+
+def _zeros_like_meta(t):
+    from tapeflow.ops import math_ops
+    if None in tuple(t._value.shape):
+        return math_ops.zeros_like(t)
+    return Tensor(np.zeros(t._value.shape, t._value.dtype))
+
+
+class ConcreteFunction:
+    """One trace of a `tf.function` for one input signature."""
+
+    def __init__(self, graph, structured_outputs, flat_outputs):
+        self.graph = graph
+        self.structured_outputs = structured_outputs
+        self._flat_outputs = flat_outputs                   # tensors (symbolic or eager) or Python values
+        self._tensor_positions = [i for i, o in enumerate(flat_outputs) if isinstance(o, Tensor)]
+        self._flat_tensor_outputs = [flat_outputs[i] for i in self._tensor_positions]
+        self._plan = None
+        self._backward = None
+        self._grad_mask = None
+
+    @property
+    def inputs(self):
+        return list(self.graph.inputs) + [p for _, p in self.graph.captures]
+
+    @property
+    def captured_inputs(self):
+        return [c for c, _ in self.graph.captures]
+
+    @property
+    def variables(self):
+        return tuple(self.graph.variables)
+
+    @property
+    def trainable_variables(self):
+        return tuple(v for v in self.graph.variables if v.trainable)
+
+    @property
+    def outputs(self):
+        return list(self._flat_tensor_outputs)
+
+    def _run(self, arrays):
+        if self._plan is None:
+            self._plan = Plan(self.graph, self._flat_tensor_outputs, self.inputs, run_stateful=True)
+        return tuple(self._plan.run(arrays[:len(self._plan._feed_slots)]))
+
+    def _call_flat(self, args):
+        """Calls on flat tensor arguments; returns the flat tensor outputs.
+
+        The call op's inputs are the arguments, the captured values and the
+        variables the function reads, so tapes see all three.
+        """
+        variables = self.graph.variables
+        for v in variables:
+            v._note_access()
+        return execute(_call, list(args) + self.captured_inputs + variables, {"f": self})
+
+    def __call__(self, *args, **kwargs):
+        flat = [convert_to_tensor(a) for a in nest.flatten((args, kwargs)) if isinstance(a, (Tensor, np.ndarray))]
+        return self._structured(self._call_flat(flat))
+
+    def _structured(self, tensor_outputs):
+        flat = list(self._flat_outputs)
+        for pos, value in zip(self._tensor_positions, tensor_outputs):
+            flat[pos] = value
+        return nest.pack_sequence_as(self.structured_outputs, flat)
+
+    def _backward_function(self):
+        """The ConcreteFunction mapping (inputs, output gradients) to input gradients."""
+        if self._backward is None:
+            self._backward = _trace_backward(self)
+        return self._backward
+
+
+def _trace_backward(forward):
+    from tapeflow.graph.gradients import gradients
+    inputs = forward.inputs
+    outputs = forward._flat_tensor_outputs
+    trainable = [t for t in outputs if t._value.dtype.kind in "fc"]
+    graph = FuncGraph(f"{forward.graph.name}_backward", outer_graph=None)
+    with graph.as_default():
+        new_inputs = [graph._new_placeholder(t._value.shape, t._value.dtype, "input") for t in inputs]
+        new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
+        graph.inputs = new_inputs + new_dys
+        new_outputs = inline(forward, new_inputs)
+        new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype.kind in "fc"]
+        xs = new_inputs + list(forward.graph.variables)
+        grads = gradients(new_trainable, xs, grad_ys=new_dys) if new_trainable else [None] * len(xs)
+    mask = [g is not None for g in grads]
+    present = [g for g in grads if g is not None]
+    backward = ConcreteFunction(graph, present, present)
+    backward._grad_mask = mask
+    return backward
+
+
+def inline(function, inputs):
+    """Copies `function`'s graph into the default graph with its inputs bound to `inputs`."""
+    graph = state.graphs[-1]
+    mapping = {p._id: t for p, t in zip(function.inputs, inputs)}
+    for fop in function.graph._ops:
+        if fop.op_def is _placeholder:
+            continue
+        args = [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in fop.inputs]
+        result = graph._create_op(fop.op_def, args, fop.attrs, metas=[t._value for t in fop.outputs])
+        outs = (result,) if fop.op_def.num_outputs == 1 else result
+        for old, new in zip(fop.outputs, outs):
+            mapping[old._id] = new
+    return [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in function._flat_tensor_outputs]
+
+
+# -- tf.function -------------------------------------------------------------------
+
+def _spec_key(value):
+    """The cache key of one flattened argument."""
+    if isinstance(value, Variable):
+        return ("variable", id(value))
+    if isinstance(value, Tensor):
+        return ("tensor", tuple(value._value.shape), value._value.dtype.str)
+    if isinstance(value, np.ndarray):
+        return ("tensor", value.shape, value.dtype.str)
+    try:
+        hash(value)
+        return ("python", type(value).__name__, value)
+    except TypeError:
+        return ("object", id(value))
+
+
+class Function:
+    """A Python function traced into graphs on first use for each input signature.
+
+    >>> import tapeflow as tf
+    >>> @tf.function
+    ... def f(x):
+    ...     return x * x + 1.0
+    >>> f(tf.constant(2.0)).numpy()
+    5.0
+    """
+
+    def __init__(self, python_function, input_signature=None, autograph=True, jit_compile=None,
+                 reduce_retracing=False, experimental_relax_shapes=None, name=None, **unused):
+        self._python_function = python_function
+        self._input_signature = None if input_signature is None else list(input_signature)
+        self._cache = {}
+        self._name = name or getattr(python_function, "__name__", "function")
+        functools.update_wrapper(self, python_function)
+        self._descriptor_cache = weakref.WeakKeyDictionary()
+
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        bound = self._descriptor_cache.get(instance)
+        if bound is None:
+            bound = Function(self._python_function.__get__(instance, owner), self._input_signature,
+                             name=self._name)
+            self._descriptor_cache[instance] = bound
+        return bound
+
+    def __call__(self, *args, **kwargs):
+        concrete, flat_args = self._concrete_for(args, kwargs)
+        return concrete._structured(concrete._call_flat(flat_args))
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The trace for these arguments (TensorSpecs allowed), tracing if needed."""
+        return self._concrete_for(args, kwargs)[0]
+
+    def experimental_get_tracing_count(self):
+        return len(self._cache)
+
+    def _concrete_for(self, args, kwargs):
+        if self._input_signature is not None:
+            args, kwargs = self._bind_signature(args, kwargs)
+        flat = nest.flatten((args, kwargs))
+        key = tuple(_spec_key(v) for v in flat) if self._input_signature is None else ("signature",)
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._cache[key] = self._trace(args, kwargs)
+        tensor_args = [convert_to_tensor(v) for v in flat if isinstance(v, (Tensor, np.ndarray))]
+        return concrete, tensor_args
+
+    def _bind_signature(self, args, kwargs):
+        if kwargs:
+            params = list(inspect.signature(self._python_function).parameters)
+            args = tuple(args) + tuple(kwargs[p] for p in params[len(args):] if p in kwargs)
+            kwargs = {}
+        flat_sig = nest.flatten(self._input_signature)
+        if len(args) != len(self._input_signature):
+            raise TypeError(f"{self._name}() takes {len(self._input_signature)} positional arguments per its "
+                            f"input_signature but {len(args)} were given.")
+        flat_args = nest.flatten(list(args))
+        if len(flat_args) != len(flat_sig):
+            raise ValueError(f"Structure of Python function inputs does not match input_signature: "
+                             f"{args!r} vs {self._input_signature!r}")
+        converted = []
+        for value, spec in zip(flat_args, flat_sig):
+            if isinstance(spec, TensorSpec) and not isinstance(value, TensorSpec):
+                t = convert_to_tensor(value, dtype=spec.dtype) if not isinstance(value, Tensor) else value
+                if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
+                    raise TypeError(f"Binding inputs to tf.function `{self._name}` failed: {t!r} is not "
+                                    f"compatible with the input_signature {spec!r}.")
+                value = t
+            converted.append(value)
+        return nest.pack_sequence_as(list(args), converted), {}
+
+    def _trace(self, args, kwargs):
+        outer = state.graphs[-1] if state.graphs else None
+        graph = FuncGraph(self._name, outer_graph=outer)
+        flat = nest.flatten((args, kwargs))
+        specs = (nest.flatten(self._input_signature) if self._input_signature is not None else [None] * len(flat))
+        new_flat = []
+        with graph.as_default():
+            for value, spec in zip(flat, specs):
+                if isinstance(value, TensorSpec) or isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Variable):
+                    if isinstance(spec, TensorSpec):
+                        shape, dtype = tuple(spec.shape.as_list()), spec.dtype._np
+                    elif isinstance(value, TensorSpec):
+                        shape, dtype = tuple(value.shape.as_list()), value.dtype._np
+                    else:
+                        v = value._value if isinstance(value, Tensor) else value
+                        shape, dtype = tuple(np.shape(v)), np.asarray(v).dtype
+                    placeholder = graph._new_placeholder(shape, dtype, "arg")
+                    graph.inputs.append(placeholder)
+                    new_flat.append(placeholder)
+                else:
+                    new_flat.append(value)
+            new_args, new_kwargs = nest.pack_sequence_as((args, kwargs), new_flat)
+            result = self._python_function(*new_args, **new_kwargs)
+            flat_out = nest.flatten(result)
+            flat_out = [self._output(graph, o) for o in flat_out]
+        return ConcreteFunction(graph, result, flat_out)
+
+    @staticmethod
+    def _output(graph, value):
+        from tapeflow.framework.indexed_slices import IndexedSlices
+        if isinstance(value, IndexedSlices):
+            value = convert_to_tensor(value)
+        if isinstance(value, Variable):
+            with graph.as_default():
+                return value.value()
+        if isinstance(value, SymbolicTensor) and value.graph is not graph:
+            return graph.capture(value)
+        if isinstance(value, Tensor) and not isinstance(value, SymbolicTensor):
+            with graph.as_default():
+                return const(graph, value) if value._id >= graph._first_own_id else graph.capture(value)
+        return value
+
+
+def function(func=None, input_signature=None, autograph=True, jit_compile=None, reduce_retracing=False,
+             experimental_relax_shapes=None, **kwargs):
+    """Compiles a Python function into a callable graph (`tf.function`).
+
+    Usable as `@tf.function`, `@tf.function(input_signature=[...])` or `tf.function(f)`.
+    """
+    def wrap(f):
+        return Function(f, input_signature=input_signature, autograph=autograph, jit_compile=jit_compile,
+                        reduce_retracing=reduce_retracing, **kwargs)
+    return wrap if func is None else wrap(func)
+
