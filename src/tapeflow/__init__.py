@@ -14,12 +14,15 @@ from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variables import Variable
 from tapeflow.ops.array_ops import *  # noqa: F401,F403
 from tapeflow.ops.slicing_ops import *  # noqa: F401,F403
+from tapeflow.ops.constructor_ops import *  # noqa: F401,F403
+from tapeflow.ops.scatter_ops import *  # noqa: F401,F403
 from tapeflow.ops.math_ops import *  # noqa: F401,F403
 from tapeflow.ops.linalg_ops import *  # noqa: F401,F403
 from tapeflow.ops.nn_ops import *  # noqa: F401,F403
 from tapeflow.ops import operators as _operators  # noqa: F401  (installs Tensor operators)
 from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
 from tapeflow.graph.gradients import AggregationMethod, gradients
+from tapeflow.graph.control_flow import cond, while_loop
 from tapeflow.graph.function import function
 from tapeflow.graph.graph import Graph
 from tapeflow.graph.scopes import control_dependencies, name_scope

@@ -1,0 +1,379 @@
+"""Functional control flow: `cond` and `while_loop` (TF2 style).
+
+Eagerly they are plain Python control flow (the tape records what runs).  In a
+graph each is one op holding traced branch/body functions, with a gradient
+that is again such an op:
+
+* "If": the gradient is an If choosing between the branches' backward functions;
+* "While": the forward loop stacks the loop variables entering each iteration
+  (the "history"); its gradient is a while_loop running backwards over the
+  history, calling the body's backward function at each step and summing the
+  gradients of captured values (Note [while gradients]).
+"""
+
+import numpy as np
+
+from tapeflow.framework import nest
+from tapeflow.framework.context import state
+from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.variables import Variable
+from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function
+from tapeflow.graph.graph import Meta, SymbolicTensor
+
+_FLOAT_KINDS = "fc"
+
+
+def _trainable(t):
+    return t._value.dtype.kind in _FLOAT_KINDS
+
+
+def _in_graph(*values):
+    return bool(state.graphs) and any(isinstance(v, SymbolicTensor) for v in values)
+
+
+def _trace(fn, arg_metas, name):
+    """Traces `fn` on placeholders of `arg_metas`; returns (ConcreteFunction, structured result)."""
+    graph = FuncGraph(name, outer_graph=state.graphs[-1])
+    with graph.as_default():
+        args = [graph._new_placeholder(m.shape, m.dtype, "arg") for m in arg_metas]
+        graph.inputs = args
+        result = fn(args)
+        flat = [Function._output(graph, convert_to_tensor(o) if not isinstance(o, Tensor) else o)
+                for o in nest.flatten(result)]
+    return ConcreteFunction(graph, result, flat), result
+
+
+def _union_captures(functions):
+    """The outer values captured by any of `functions`, and for each function the
+    positions of its captures in that union."""
+    union, index, maps = [], {}, []
+    for f in functions:
+        positions = []
+        for value, _ in f.graph.captures:
+            if value._id not in index:
+                index[value._id] = len(union)
+                union.append(value)
+            positions.append(index[value._id])
+        maps.append(tuple(positions))
+    return union, maps
+
+
+def _union_variables(functions):
+    seen, out = set(), []
+    for f in functions:
+        for v in f.graph.variables:
+            if v._id not in seen:
+                seen.add(v._id)
+                out.append(v)
+    return out
+
+
+def _zeros_like(t):
+    from tapeflow.ops import math_ops
+    return math_ops.zeros_like(t)
+
+
+# -- cond ------------------------------------------------------------------------------
+
+@op("If", same_dtype=False, num_outputs=-1, stateful=True)
+def _if(pred, *args, then_f, else_f, then_caps, else_caps, n_caps):
+    f, positions = (then_f, then_caps) if bool(pred) else (else_f, else_caps)
+    captured = args[:n_caps]
+    return f._run([captured[p] for p in positions])
+
+
+_if.accepts_none = True
+
+
+@_if.def_grad
+def _if_grad(op, *dys):
+    pred, captured = op.inputs[0], op.inputs[1:1 + op.get_attr("n_caps")]
+    variables = op.inputs[1 + len(captured):]
+    then_f, else_f = op.get_attr("then_f"), op.get_attr("else_f")
+    outputs = op.outputs
+    dys = [_zeros_like(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
+    branches = []
+    for f, positions in ((then_f, op.get_attr("then_caps")), (else_f, op.get_attr("else_caps"))):
+        branches.append(_branch_grads(f, positions, captured, variables, dys))
+    present = [a is not None or b is not None for a, b in zip(*[mask for _, mask in branches])]
+    targets = list(captured) + list(variables)
+
+    def pick(k):
+        fill = branches[k][0]
+        return lambda: [fill(i) for i, p in enumerate(present) if p] or [Tensor(np.zeros((), np.float32))]
+
+    chosen = cond(pred, pick(0), pick(1)) if any(present) else []
+    chosen = iter(chosen if isinstance(chosen, (list, tuple)) else [chosen])
+    grads = [next(chosen) if p else None for p, t in zip(present, targets)]
+    return [None] + grads
+
+
+def _branch_grads(f, positions, captured, variables, dys):
+    """For one branch: a function giving the gradient of union input i (zeros when the
+    branch does not use it), and a mask of the inputs it reaches."""
+    trainable = [i for i, t in enumerate(f._flat_tensor_outputs) if _trainable(t)]
+    backward = f._backward_function()
+    n_caps = len(captured)
+    reach = [None] * (n_caps + len(variables))
+    for j, p in enumerate(positions):
+        if backward._grad_mask[j]:
+            reach[p] = j
+    var_index = {v._id: k for k, v in enumerate(f.graph.variables)}
+    for k, v in enumerate(variables):
+        local = var_index.get(v._id)
+        if local is not None and backward._grad_mask[len(positions) + local]:
+            reach[n_caps + k] = len(positions) + local
+    cache = {}
+
+    def grad(i):
+        if "grads" not in cache:
+            flat = backward._call_flat([captured[p] for p in positions] + [dys[i] for i in trainable])
+            it = iter(flat)
+            cache["grads"] = [next(it) if m else None for m in backward._grad_mask]
+        local = reach[i]
+        target = captured[i] if i < n_caps else variables[i - n_caps]
+        g = None if local is None else cache["grads"][local]
+        return _zeros_like(target.value() if isinstance(target, Variable) else target) if g is None else convert_to_tensor(g)
+    return grad, reach
+
+
+def cond(pred, true_fn=None, false_fn=None, name=None):
+    """`true_fn()` if `pred` else `false_fn()`; in a graph both branches are traced into one "If" op.
+
+    Raises:
+      TypeError: a branch is not callable, or the branches' outputs differ in dtype.
+      ValueError: the branches return different structures.
+
+    >>> import tapeflow as tf
+    >>> tf.cond(tf.constant(2.0) > 1.0, lambda: tf.constant(1.0), lambda: tf.constant(0.0)).numpy()
+    1.0
+    """
+    if not callable(true_fn) or not callable(false_fn):
+        raise TypeError("true_fn and false_fn must be callable.")
+    if not _in_graph(pred):
+        return true_fn() if bool(pred) else false_fn()
+    pred = convert_to_tensor(pred)
+    then_f, then_out = _trace(lambda _: true_fn(), [], "cond_true")
+    else_f, else_out = _trace(lambda _: false_fn(), [], "cond_false")
+    try:
+        nest.assert_same_structure(then_out, else_out)
+    except ValueError:
+        raise ValueError("true_fn and false_fn arguments to tf.cond must have the same number, type, and overall "
+                         f"structure of return values.\n\ntrue_fn output: {then_out}\nfalse_fn output: {else_out}") from None
+    metas = []
+    for a, b in zip(then_f._flat_tensor_outputs, else_f._flat_tensor_outputs):
+        if a._value.dtype != b._value.dtype:
+            raise TypeError(f"true_fn and false_fn arguments to tf.cond must have the same dtypes; got "
+                            f"{a.dtype.name} and {b.dtype.name}.")
+        metas.append(Meta(_merge_shapes(a._value.shape, b._value.shape), a._value.dtype))
+    captured, (then_caps, else_caps) = _union_captures([then_f, else_f])
+    variables = _union_variables([then_f, else_f])
+    for v in variables:
+        v._note_access()
+    _if.shape_fn = None
+    outs = _with_metas(_if, [pred] + captured + variables,
+                       {"then_f": then_f, "else_f": else_f, "then_caps": then_caps, "else_caps": else_caps,
+                        "n_caps": len(captured)}, metas)
+    return then_f._structured(list(outs))
+
+
+def _merge_shapes(a, b):
+    if len(a) != len(b):
+        raise ValueError(f"The branches of tf.cond return tensors of different ranks: {a} and {b}.")
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def _with_metas(op_def, inputs, attrs, metas):
+    """Executes a control-flow op whose output metas are known from its traced functions."""
+    op_def.shape_fn = lambda *_, **__: metas
+    try:
+        return execute(op_def, inputs, attrs)
+    finally:
+        op_def.shape_fn = None
+
+
+# -- while_loop ----------------------------------------------------------------------------
+
+@op("While", same_dtype=False, num_outputs=-1, stateful=True)
+def _while(max_iter, *args, cond_f, body_f, n, cond_caps, body_caps, n_caps, keep_history):
+    loop_vars = list(args[:n])
+    captured = args[n:n + n_caps]
+    cond_extra = [captured[p] for p in cond_caps]
+    body_extra = [captured[p] for p in body_caps]
+    history = [[] for _ in range(n)] if keep_history else None
+    limit = int(max_iter)
+    count = 0
+    while (limit < 0 or count < limit) and bool(cond_f._run(loop_vars + cond_extra)[0]):
+        if history is not None:
+            for k in range(n):
+                history[k].append(loop_vars[k])
+        loop_vars = list(body_f._run(loop_vars + body_extra))
+        count += 1
+    extra = []
+    if history is not None:
+        for k in range(n):
+            init = np.asarray(args[k])
+            extra.append(np.stack(history[k]) if history[k] else np.zeros((0,) + init.shape, init.dtype))
+    return tuple(loop_vars) + tuple(extra) + (np.int32(count),)
+
+
+_while.accepts_none = True
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
+               swap_memory=False, maximum_iterations=None, name=None):
+    """Repeats `body` while `cond` is true; returns the loop variables (same structure as `loop_vars`).
+
+    In a graph the loop is one "While" op, differentiable with respect to the
+    initial loop values and to the tensors and variables the body uses.
+
+    Raises:
+      TypeError: cond/body are not callable, or the body changes a loop variable's dtype.
+      ValueError: the body changes the structure of the loop variables, or a shape
+        not allowed by `shape_invariants`.
+
+    >>> import tapeflow as tf
+    >>> tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * 2.0), (0, 1.0))[1].numpy()
+    16.0
+    """
+    if not callable(cond) or not callable(body):
+        raise TypeError("cond and body must be callable.")
+    if loop_vars is None or (isinstance(loop_vars, (list, tuple)) and not loop_vars):
+        raise ValueError("'loop_vars' must be provided.")
+    single = not isinstance(loop_vars, (list, tuple))
+    packed = [loop_vars] if single else loop_vars
+    flat = nest.flatten(packed)
+    if not _in_graph(*flat, maximum_iterations):
+        return _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations)
+    return _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations)
+
+
+def _call_body(fn, packed, single):
+    out = fn(*packed)
+    if len(packed) == 1 and not isinstance(out, (list, tuple)):
+        out = [out]
+    return out
+
+
+def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
+    packed = nest.map_structure(lambda v: v if isinstance(v, (Tensor, Variable)) else convert_to_tensor(v), packed)
+    limit = None if maximum_iterations is None else int(maximum_iterations)
+    count = 0
+    while (limit is None or count < limit) and bool(cond(*packed)):
+        out = _call_body(body, packed, single)
+        nest.assert_same_structure(list(packed), list(out))
+        packed = type(packed)(out) if isinstance(packed, (list, tuple)) else out
+        count += 1
+    return packed[0] if single else packed
+
+
+def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations):
+    flat = [convert_to_tensor(v) if not isinstance(v, Tensor) else v for v in flat]
+    flat = [v.value() if isinstance(v, Variable) else v for v in flat]
+    invariants = [None] * len(flat) if shape_invariants is None else nest.flatten(
+        [shape_invariants] if single else shape_invariants)
+    metas = [Meta(tuple(TensorShape(inv).as_list()) if inv is not None else tuple(v._value.shape), v._value.dtype)
+             for v, inv in zip(flat, invariants)]
+
+    def rebuild(args):
+        return nest.pack_sequence_as(packed, args)
+
+    body_f, body_out = _trace(lambda args: _call_body(body, rebuild(args), single), metas, "while_body")
+    cond_f, _ = _trace(lambda args: cond(*rebuild(args)), metas, "while_cond")
+    try:
+        nest.assert_same_structure(list(packed), list(body_out))
+    except ValueError:
+        raise ValueError(f"The body of tf.while_loop returned {body_out!r}, whose structure differs from "
+                         f"loop_vars {packed!r}.") from None
+    for k, (m, out) in enumerate(zip(metas, body_f._flat_tensor_outputs)):
+        if out._value.dtype != m.dtype:
+            raise TypeError(f"Loop variable {k} enters the loop with type {np.dtype(m.dtype).name}, but has type "
+                            f"{np.dtype(out._value.dtype).name} after one iteration.")
+        if not TensorShape(m.shape).is_compatible_with(out._value.shape) or len(m.shape) != len(out._value.shape):
+            raise ValueError(f"Input tensor {k} enters the loop with shape {TensorShape(m.shape)}, but has shape "
+                             f"{TensorShape(out._value.shape)} after one iteration. To allow the shape to vary across "
+                             "iterations, use the `shape_invariants` argument of tf.while_loop to specify a "
+                             "less-specific shape.")
+    captured, (cond_caps, body_caps) = _union_captures([cond_f, body_f])
+    variables = _union_variables([cond_f, body_f])
+    for v in variables:
+        v._note_access()
+    keep = bool(back_prop) and any(m.dtype.kind in _FLOAT_KINDS for m in metas)
+    max_iter = convert_to_tensor(-1 if maximum_iterations is None else maximum_iterations)
+    out_metas = list(metas)
+    if keep:
+        out_metas += [Meta((None,) + tuple(m.shape), m.dtype) for m in metas]
+    out_metas.append(Meta((), np.dtype(np.int32)))
+    attrs = {"cond_f": cond_f, "body_f": body_f, "n": len(flat), "cond_caps": cond_caps,
+             "body_caps": body_caps, "n_caps": len(captured), "keep_history": keep}
+    outs = _with_metas(_while, [max_iter] + flat + captured + variables, attrs, out_metas)
+    result = nest.pack_sequence_as(packed, list(outs[:len(flat)]))
+    return result[0] if single else result
+
+
+@_while.def_grad
+def _while_grad(op, *dys):
+    # Note [while gradients]: with x_i the loop variables entering iteration i
+    # (the stacked history) and g the gradient of the variables leaving it,
+    # the body's backward function maps (x_i, g) to the gradient of x_i and of
+    # the captured values; a while_loop runs it for i = n-1 ... 0, adding the
+    # direct gradient of the history and summing the captured values' gradients.
+    from tapeflow.ops import array_ops
+    n, n_caps = op.get_attr("n"), op.get_attr("n_caps")
+    if not op.get_attr("keep_history"):
+        raise LookupError("This while_loop was built with back_prop=False (or has no float loop variables) "
+                          "and cannot be differentiated.")
+    body_f, body_caps = op.get_attr("body_f"), op.get_attr("body_caps")
+    loop_inputs = op.inputs[1:1 + n]
+    captured = op.inputs[1 + n:1 + n + n_caps]
+    variables = op.inputs[1 + n + n_caps:]
+    history, count = op.outputs[n:2 * n], op.outputs[2 * n]
+    d_final, d_history = dys[:n], dys[n:2 * n]
+    backward = body_f._backward_function()
+    mask = backward._grad_mask
+    trainable = [k for k in range(n) if _trainable(loop_inputs[k])]
+    var_local = {v._id: k for k, v in enumerate(body_f.graph.variables)}
+    n_body = n + len(body_caps)
+    cap_trainable = [j for j in range(n_caps) if _trainable(captured[j])]
+    d_hist = {k: convert_to_tensor(d_history[k]) for k in trainable if d_history[k] is not None}
+
+    def step(i, *carry):
+        dv = list(carry[:len(trainable)])
+        acc_c = list(carry[len(trainable):len(trainable) + len(cap_trainable)])
+        acc_v = list(carry[len(trainable) + len(cap_trainable):])
+        x_i = [array_ops.gather(history[k], i) for k in range(n)]
+        flat = iter(backward._call_flat(x_i + [captured[p] for p in body_caps] + dv))
+        grads = [next(flat) if m else None for m in mask]
+        new_dv = []
+        for t, k in enumerate(trainable):
+            g = grads[k]
+            g = _zeros_like(dv[t]) if g is None else convert_to_tensor(g)
+            if k in d_hist:
+                g = g + array_ops.gather(d_hist[k], i)
+            new_dv.append(g)
+        for local, p in enumerate(body_caps):
+            g = grads[n + local]
+            if g is not None and p in cap_trainable:
+                slot = cap_trainable.index(p)
+                acc_c[slot] = acc_c[slot] + convert_to_tensor(g)
+        for k, v in enumerate(variables):
+            local = var_local.get(v._id)
+            if local is not None and grads[n_body + local] is not None:
+                acc_v[k] = acc_v[k] + convert_to_tensor(grads[n_body + local])
+        return [i - 1] + new_dv + acc_c + acc_v
+
+    dv0 = [_zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]
+    acc_c0 = [_zeros_like(captured[j]) for j in cap_trainable]
+    acc_v0 = [_zeros_like(v.value()) for v in variables]
+    result = while_loop(lambda i, *_: i >= 0, step, [count - 1] + dv0 + acc_c0 + acc_v0)
+    carry = result[1:]
+    grads = [None] * (1 + n + n_caps + len(variables))
+    for t, k in enumerate(trainable):
+        grads[1 + k] = carry[t]
+    for s, j in enumerate(cap_trainable):
+        grads[1 + n + j] = carry[len(trainable) + s]
+    for k in range(len(variables)):
+        grads[1 + n + n_caps + k] = carry[len(trainable) + len(cap_trainable) + k]
+    return grads
