@@ -8,6 +8,8 @@ Assignments rebind `_value` to a new array, never writing into the old one,
 so tensors read earlier keep their values.
 """
 
+import sys
+
 import numpy as np
 
 from tapeflow.framework import dtypes
@@ -154,14 +156,27 @@ class Variable:
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
             return self._graph_write(delta, "assign_add")
-        self._value = np.asarray(self._value + self._checked(delta, "assign_add"))
+        self._update(np.add, self._checked(delta, "assign_add"))
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
             return self._graph_write(delta, "assign_sub")
-        self._value = np.asarray(self._value - self._checked(delta, "assign_sub"))
+        self._update(np.subtract, self._checked(delta, "assign_sub"))
         return self if read_value else None
+
+    def _update(self, ufunc, delta):
+        """self = ufunc(self, delta), in place when no tensor shares the array.
+
+        Note [in-place updates]: reads share the variable's array, so a tensor
+        read earlier must keep its value; when the variable's own reference is
+        the only one (refcount 2: the attribute and the call's argument), nobody
+        can observe the write and the array is updated in place.
+        """
+        if type(self._value) is np.ndarray and sys.getrefcount(self._value) <= 2 and np.shape(delta) == self._value.shape:
+            ufunc(self._value, delta, out=self._value)
+        else:
+            self._value = np.asarray(ufunc(self._value, delta))
 
     def _graph_write(self, value, mode):
         """In a graph, a write is a stateful node run when the graph runs."""

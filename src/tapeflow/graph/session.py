@@ -57,6 +57,14 @@ def _check_feed(tensor, value):
     return array
 
 
+def _fetched(value):
+    """Fetched values as TF returns them: NumPy arrays, NumPy scalars for rank 0, None for ops."""
+    if value is None:
+        return None
+    value = np.asarray(value)
+    return value[()] if value.ndim == 0 else value
+
+
 class Session:
     """Runs fetches of a graph with fed values (TF1 `tf.compat.v1.Session`).
 
@@ -100,7 +108,7 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = Plan(self.graph, flat, feeds)
-        results = plan.run(values)
+        results = [_fetched(r) for r in plan.run(values)]
         return nest.pack_sequence_as(fetches, results)
 
     def _as_fetch(self, f):
