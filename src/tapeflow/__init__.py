@@ -16,6 +16,8 @@ from tapeflow.ops.array_ops import *  # noqa: F401,F403
 from tapeflow.ops.slicing_ops import *  # noqa: F401,F403
 from tapeflow.ops.constructor_ops import *  # noqa: F401,F403
 from tapeflow.ops.scatter_ops import *  # noqa: F401,F403
+from tapeflow.ops.einsum_ops import *  # noqa: F401,F403
+from tapeflow.ops.sort_ops import *  # noqa: F401,F403
 from tapeflow.ops.math_ops import *  # noqa: F401,F403
 from tapeflow.ops.linalg_ops import *  # noqa: F401,F403
 from tapeflow.ops.nn_ops import *  # noqa: F401,F403

@@ -139,9 +139,11 @@ class GradientTape:
         """Temporarily stops recording operations on this tape.
 
         Raises:
-          RuntimeError: the tape is not recording.
+          RuntimeError: the tape has no recording (never entered, or a one-shot
+            tape already used).
+          ValueError: the tape exists but its context has been exited.
         """
-        if self._tape is None or not self._recording:
+        if self._tape is None:
             raise RuntimeError("Trying to stop recording a tape which is not recording.")
         self._pop_tape()
         try:
@@ -235,9 +237,14 @@ class GradientTape:
         Each result has shape `target.shape + source.shape`.
 
         Raises:
-          RuntimeError: called a second time on a non-persistent tape.
+          RuntimeError: called a second time on a non-persistent tape, or with
+            `experimental_use_pfor=False` on a non-persistent tape.
         """
         from tapeflow.eager import jacobians
+        if self._tape is not None and not experimental_use_pfor and not self._persistent:
+            raise RuntimeError("GradientTape must be created with persistent=True to compute the "
+                               "jacobian with eager execution enabled and with experimental_use_pfor "
+                               "set to False.")
         return jacobians.jacobian(self, target, sources, _unconnected(unconnected_gradients))
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,

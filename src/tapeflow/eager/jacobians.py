@@ -26,15 +26,19 @@ def _assemble(rows, source, shape, unconnected, axis=0):
     """Stacks the per-row gradients of one source and reshapes them to `shape`."""
     from tapeflow.eager.backprop import UnconnectedGradients
     from tapeflow.ops import array_ops
-    sshape = source._value.shape
-    if all(r is None for r in rows):
-        if unconnected is UnconnectedGradients.NONE:
-            return None
-    zeros = Tensor(np.zeros(sshape, source._value.dtype))
-    rows = [zeros if r is None else r for r in rows]
-    if not rows:
+    if all(r is None for r in rows) and unconnected is UnconnectedGradients.NONE:
+        return None
+    if 0 in shape:   # nothing to stack (an empty target or source)
         return Tensor(np.zeros(shape, source._value.dtype))
+    zeros = Tensor(np.zeros(source._value.shape, source._value.dtype))
+    rows = [zeros if r is None else r for r in rows]
     return array_ops.reshape(array_ops.stack(rows, axis=axis), shape)
+
+
+def _one_hot_seeds(rows, cols, dtype, shape):
+    """`cols` seeds of `shape`: seed j is one at column j of a (rows, cols) view, zero elsewhere."""
+    eye = np.eye(cols, dtype=dtype)
+    return [np.ascontiguousarray(np.broadcast_to(eye[j], (rows, cols))).reshape(shape) for j in range(cols)]
 
 
 def jacobian(tape, target, sources, unconnected):
@@ -42,11 +46,9 @@ def jacobian(tape, target, sources, unconnected):
     flat_sources = nest.flatten(sources)
     tshape, tdtype = target._value.shape, target._value.dtype
     n = int(np.prod(tshape, dtype=np.int64))
-    seeds = []
-    for i in range(n):
-        seed = np.zeros(n, tdtype)
-        seed[i] = 1
-        seeds.append(seed.reshape(tshape))
+    # An empty target still takes one (empty) backprop, which tells connected
+    # sources (empty Jacobians) from unconnected ones (None), as in TensorFlow.
+    seeds = _one_hot_seeds(1, n, tdtype, tshape) if n else [np.zeros(tshape, tdtype)]
     rows = _rows(tape, target, flat_sources, seeds)
     out = [_assemble([r[k] for r in rows], s, tshape + s._value.shape, unconnected)
            for k, s in enumerate(flat_sources)]
@@ -56,16 +58,20 @@ def jacobian(tape, target, sources, unconnected):
 def batch_jacobian(tape, target, source, unconnected):
     target = convert_to_tensor(target)
     tshape, sshape = target._value.shape, source._value.shape
-    if not tshape or not sshape:
-        raise ValueError("batch_jacobian needs target and source of rank >= 1 (the batch dimension first).")
+    for what, shape in (("target", tshape), ("source", sshape)):
+        if len(shape) < 2:
+            raise ValueError(f"batch_jacobian needs a {what} of rank at least 2 ([batch, ...]); "
+                             f"got shape {list(shape)}. Use GradientTape.jacobian for lower ranks.")
     if tshape[0] != sshape[0]:
-        raise ValueError(f"Need first dimension of target shape ({tshape}) and source shape ({sshape}) to match.")
+        raise ValueError(f"Need first dimension of target shape ({list(tshape)}) and source shape "
+                         f"({list(sshape)}) to match.")
     batch, inner = tshape[0], tshape[1:]
     n = int(np.prod(inner, dtype=np.int64))
-    seeds = []
-    for j in range(n):
-        seed = np.zeros((batch, n), target._value.dtype)
-        seed[:, j] = 1
-        seeds.append(seed.reshape(tshape))
+    seeds = _one_hot_seeds(batch, n, target._value.dtype, tshape)
     rows = _rows(tape, target, [source], seeds)
-    return _assemble([r[0] for r in rows], source, (batch,) + inner + sshape[1:], unconnected, axis=1)
+    out_shape = (batch,) + inner + sshape[1:]
+    if all(r[0] is None for r in rows):
+        # Like TensorFlow, an unconnected source gives zeros (of the target's
+        # dtype) whatever `unconnected_gradients` says.
+        return Tensor(np.zeros(out_shape, target._value.dtype))
+    return _assemble([r[0] for r in rows], source, out_shape, unconnected, axis=1)

@@ -108,15 +108,18 @@ def convert_inputs(values, same_dtype=True):
 def convert_like(value, dtype):
     """Converts an operand next to tensors of `dtype` (TF's eager op conversion).
 
-    Python and NumPy values are converted to `dtype` when they can be; otherwise
-    (and for tensors) they keep their own dtype, and a mismatch is reported by
-    the op as InvalidArgumentError.
+    Python and NumPy values are converted to `dtype`; a Python value that does
+    not fit it (2.5 next to an int32 tensor) raises TypeError like TensorFlow.
+    NumPy values that cannot be converted, and tensors, keep their own dtype,
+    and a mismatch is reported by the op as InvalidArgumentError.
     """
     if dtype is None or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         return convert_to_tensor(value)
     try:
         return convert_to_tensor(value, dtype=dtype)
     except (TypeError, ValueError):
+        if not isinstance(value, (np.ndarray, np.generic)):
+            raise
         return convert_to_tensor(value)
 
 

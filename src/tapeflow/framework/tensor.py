@@ -131,7 +131,10 @@ class Tensor:
         return f"<tf.Tensor: shape={_shape_str(self._value.shape)}, dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>"
 
     def __str__(self):
-        return f"tf.Tensor({np.asarray(self._value)}, shape={_shape_str(self._value.shape)}, dtype={self.dtype.name})"
+        text = str(np.asarray(self._value))
+        if "\n" in text:
+            text = "\n" + text
+        return f"tf.Tensor({text}, shape={_shape_str(self._value.shape)}, dtype={self.dtype.name})"
 
 
 def _shape_str(shape):
@@ -139,9 +142,11 @@ def _shape_str(shape):
 
 
 def _numpy_repr(value):
+    """TensorFlow's `numpy=` text: the array's repr (on a new line when multi-line), a scalar's Python repr."""
     if isinstance(value, np.ndarray) and value.ndim:
-        return repr(value)
-    return str(value[()] if isinstance(value, np.ndarray) else value)
+        text = repr(value)
+        return "\n" + text if "\n" in text else text
+    return repr(value.item())
 
 
 class _Reference:
@@ -179,7 +184,9 @@ def _infer_python(value, exact=False):
         if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
             return arr.astype(np.int32)
         return arr.astype(np.int64)
-    if kind in "OUSV" and arr.dtype not in dtypes._BY_NP:
+    if kind == "O":   # None, mixed types, integers beyond 64 bits
+        raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type to a Tensor.")
+    if kind in "USV" and arr.dtype not in dtypes._BY_NP:
         raise TypeError(f"Failed to convert {type(value).__name__} {value!r} to a Tensor: unsupported element type {arr.dtype}.")
     return arr
 
@@ -271,7 +278,7 @@ def _convert_slow(value, dtype, dtype_hint):
         return convert(dtype)
     if isinstance(value, Tensor):  # subclasses (graph tensors) handle their own dtype
         return value
-    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+    if dtype is None and dtype_hint is not None:
         try:
             return _in_graph(Tensor(_convert_python(value, dtypes.as_dtype(dtype_hint))))
         except (TypeError, ValueError):
@@ -314,7 +321,10 @@ def constant(value, dtype=None, shape=None, name="Const"):
     """
     if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         t = convert_to_tensor(value)
-        arr = t._value if dtype is None else np.asarray(t._value).astype(dtypes.as_dtype(dtype)._np)
+        if dtype is not None and t._value.dtype != dtypes.as_dtype(dtype)._np:
+            raise TypeError(f"Expected tensor {t.numpy()} with dtype {dtypes.as_dtype(dtype)!r}, but got "
+                            f"dtype {t.dtype!r}. Use tf.cast to change a tensor's dtype.")
+        arr = t._value
     else:
         arr = _convert_python(value, None if dtype is None else dtypes.as_dtype(dtype))
         if arr is None:

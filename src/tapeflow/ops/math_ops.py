@@ -1,19 +1,29 @@
-"""Math ops (`tf.math`): elementwise arithmetic, reductions, matmul, segment sums.
+"""Math ops (`tf.math`): the family's hub, binary arithmetic, complex parts,
+casts, comparisons, logical ops, `where` and `matmul`.
 
 Each op's kernel and its gradient sit together; gradients use tapeflow ops
-only, so they can be differentiated again.
+only, so they can be differentiated again.  The rest of the family lives in
+`unary_ops` (elementwise functions of one tensor), `reduction_ops` (reductions,
+arg-reductions, scans, top_k) and `segment_ops`; this module re-exports them,
+so `math_ops.<name>` reaches every op of `tf.math`.
+
+Note [module split]: `unary_ops`, `reduction_ops` and `segment_ops` import the
+names they need from this module at their top, and this module imports theirs
+at its bottom.  `tapeflow/__init__` imports this module first, so by the time
+the sibling modules run, everything above the bottom imports exists.
 """
 
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES
+from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
+_SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 
 
 def _is_complex(t):
@@ -53,8 +63,10 @@ def multiply(x, y):
 
 @multiply.def_grad
 def _mul_grad(op, dz):
-    x, y = op.inputs
-    return binary_grads(op, dz * _conj_if_complex(y), _conj_if_complex(x) * dz)   # d(xy) = y dx + x dy
+    x, y = op.inputs                                  # d(xy) = y dx + x dy
+    skip = op.skip_input_indices
+    return binary_grads(op, None if 0 in skip else dz * _conj_if_complex(y),
+                        None if 1 in skip else _conj_if_complex(x) * dz)
 
 
 @op("RealDiv", dtypes=INEXACT_TYPES)
@@ -68,36 +80,64 @@ def _real_div_grad(op, dz):
     return binary_grads(op, dz / y, -dz * x / (y * y))   # d(x/y) = dx/y - x dy/y^2
 
 
-def divide(x, y, name=None):
-    """x / y elementwise; integers are first cast to float64 (float32 for 8/16-bit), like Python 3."""
-    return truediv(x, y)
+# Integer operands of true division are first cast like Python 3 (TF's _TRUEDIV_TABLE).
+_TRUEDIV_FLOAT = {np.dtype(t): (dtypes.float32 if np.dtype(t).itemsize <= 2 else dtypes.float64)
+                  for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)}
+
+
+def _true_div_inputs(x, y, what):
+    x, y = _binary_inputs(x, y)
+    dt = x._value.dtype
+    if y._value.dtype != dt:
+        raise TypeError(f"`x` and `y` must have the same dtype, got {x.dtype!r} != {y.dtype!r}.")
+    if dt.kind in "iu":
+        target = _TRUEDIV_FLOAT[dt]
+        return cast(x, target), cast(y, target)
+    if dt.kind == "b":
+        raise TypeError(f"Invalid dtype tf.bool in {what}. Expected a numeric dtype.")
+    return x, y
 
 
 def truediv(x, y, name=None):
-    x, y = _binary_inputs(x, y)
-    if x._value.dtype.kind in "iu":
-        if y._value.dtype != x._value.dtype:
-            raise TypeError(f"x and y must have the same dtype, got {x.dtype!r} != {y.dtype!r}")
-        target = dtypes.float32 if x._value.dtype.itemsize <= 2 else dtypes.float64
-        x, y = cast(x, target), cast(y, target)
-    return _real_div(x, y)
+    """x / y elementwise; integers are first cast to float64 (float32 for 8/16-bit), like Python 3.
+
+    Raises:
+      TypeError: `x` and `y` have different dtypes.
+
+    >>> import tapeflow as tf
+    >>> tf.math.truediv(tf.constant([1, 2]), tf.constant([2, 2])).numpy()
+    array([0.5, 1. ])
+    """
+    return _real_div(*_true_div_inputs(x, y, "__truediv__"))
 
 
-@op("FloorDiv", dtypes=NUMERIC_TYPES)
+def divide(x, y, name=None):
+    """x / y elementwise (`truediv`)."""
+    return truediv(x, y)
+
+
+@op("FloorDiv", dtypes=REAL_TYPES)
 def _floor_div(x, y):
-    if x.dtype.kind in "iu" and np.any(y == 0):
-        raise ValueError("Integer division by zero")
-    return np.floor_divide(x, y)
+    if x.dtype.kind in "iu":
+        if np.any(y == 0):
+            raise ValueError("Integer division by zero")
+        return np.floor_divide(x, y)
+    return np.floor(np.true_divide(x, y))
 
 
 no_gradient("FloorDiv")
 
 
 def floordiv(x, y, name=None):
+    """floor(x / y) elementwise, in the dtype of the inputs.
+
+    Raises:
+      InvalidArgumentError: integer division by zero.
+    """
     return _floor_div(*_binary_inputs(x, y))
 
 
-@op("FloorMod", dtypes=NUMERIC_TYPES)
+@op("FloorMod", dtypes=REAL_TYPES)
 def floormod(x, y):
     if x.dtype.kind in "iu" and np.any(y == 0):
         raise ValueError("Integer division by zero")
@@ -107,10 +147,13 @@ def floormod(x, y):
 @floormod.def_grad
 def _floormod_grad(op, dz):
     x, y = op.inputs                          # x mod y = x - floor(x/y) y
-    return binary_grads(op, dz, -dz * floor(_floor_div(x, y) if x._value.dtype.kind in "iu" else x / y))
+    return binary_grads(op, dz, -dz * _floor_div(x, y))
 
 
-@op("Pow", dtypes=NUMERIC_TYPES)
+mod = floormod
+
+
+@op("Pow", dtypes=FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES)
 def pow(x, y):  # noqa: A001 - TensorFlow's public name
     if x.dtype.kind in "iu" and np.any(np.asarray(y) < 0):
         raise ValueError("Integers to negative integer powers are not allowed")
@@ -130,7 +173,7 @@ def _pow_grad(op, dz):
     return binary_grads(op, dx, dy)
 
 
-@op("Maximum", dtypes=NUMERIC_TYPES)
+@op("Maximum", dtypes=REAL_TYPES)
 def maximum(x, y):
     return np.maximum(x, y)
 
@@ -142,7 +185,7 @@ def _maximum_grad(op, dz):
     return binary_grads(op, where(mask, dz, zeros_like(dz)), where(mask, zeros_like(dz), dz))
 
 
-@op("Minimum", dtypes=NUMERIC_TYPES)
+@op("Minimum", dtypes=REAL_TYPES)
 def minimum(x, y):
     return np.minimum(x, y)
 
@@ -150,11 +193,11 @@ def minimum(x, y):
 @minimum.def_grad
 def _minimum_grad(op, dz):
     x, y = op.inputs
-    mask = x <= y
+    mask = x <= y                          # ties send the gradient to x
     return binary_grads(op, where(mask, dz, zeros_like(dz)), where(mask, zeros_like(dz), dz))
 
 
-@op("SquaredDifference", dtypes=NUMERIC_TYPES)
+@op("SquaredDifference", dtypes=FLOATING_TYPES + (dtypes.int32, dtypes.int64) + dtypes.COMPLEX_TYPES)
 def squared_difference(x, y):
     d = np.subtract(x, y)
     return d * np.conj(d) if d.dtype.kind == "c" else d * d
@@ -163,8 +206,125 @@ def squared_difference(x, y):
 @squared_difference.def_grad
 def _squared_difference_grad(op, dz):
     x, y = op.inputs
-    g = 2.0 * dz * (x - y) if not _is_complex(x) else 2.0 * dz * (x - y)   # d (x-y)^2 = 2 (x-y) (dx - dy)
+    g = 2.0 * dz * (x - y)                 # d (x-y)^2 = 2 (x-y) (dx - dy); TF keeps no conj here
     return binary_grads(op, g, -g)
+
+
+@op("Atan2", dtypes=FLOATING_TYPES)
+def atan2(y, x):
+    return np.arctan2(y, x)
+
+
+@atan2.def_grad
+def _atan2_grad(op, dz):
+    y, x = op.inputs                       # d atan2(y, x) = (x dy - y dx) / (x^2 + y^2)
+    scale = dz / (square(y) + square(x))
+    return binary_grads(op, x * scale, -y * scale)
+
+
+@op("Xlogy", dtypes=INEXACT_TYPES)
+def xlogy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, np.zeros((), x.dtype), x * np.log(y))
+
+
+@xlogy.def_grad
+def _xlogy_grad(op, dz):
+    x, y = op.inputs                       # d x log y = log y dx + x/y dy, and 0 where x == 0
+    nonzero = cast(not_equal(x, zeros_like(x)), x.dtype)
+    return binary_grads(op, dz * xlogy(nonzero, y), dz * xdivy(x, y))
+
+
+@op("Xlog1py", dtypes=INEXACT_TYPES)
+def xlog1py(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, np.zeros((), x.dtype), x * np.log1p(y))
+
+
+@xlog1py.def_grad
+def _xlog1py_grad(op, dz):
+    x, y = op.inputs                       # d x log(1+y) = log(1+y) dx + x/(1+y) dy
+    nonzero = cast(not_equal(x, zeros_like(x)), x.dtype)
+    return binary_grads(op, dz * xlog1py(nonzero, y), dz * xdivy(x, y + 1))
+
+
+@op("Xdivy", dtypes=INEXACT_TYPES)
+def xdivy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, np.zeros((), x.dtype), x / y)
+
+
+@xdivy.def_grad
+def _xdivy_grad(op, dz):
+    x, y = op.inputs                       # d x/y = dx/y - x/y^2 dy, and 0 where x == 0
+    nonzero = cast(not_equal(x, zeros_like(x)), x.dtype)
+    return binary_grads(op, dz * xdivy(nonzero, y), dz * xdivy(-x, y * y))
+
+
+@op("DivNoNan", dtypes=INEXACT_TYPES)
+def _div_no_nan(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(y == 0, np.zeros((), x.dtype), np.true_divide(x, y))
+
+
+@_div_no_nan.def_grad
+def _div_no_nan_grad(op, dz):
+    x, y = (_conj_if_complex(t) for t in op.inputs)   # d(x/y) = dx/y - x dy/y^2, 0 where y == 0
+    return binary_grads(op, _div_no_nan(dz, y), dz * _div_no_nan(_div_no_nan(-x, y), y))
+
+
+def div_no_nan(x, y, name=None):
+    """x / y elementwise, 0 where y == 0 (even where x is NaN or infinite).
+
+    Integers are cast to floats first, as in `truediv`.
+
+    >>> import tapeflow as tf
+    >>> tf.math.divide_no_nan(tf.constant([3.0, 1.0]), tf.constant([0.0, 2.0])).numpy()
+    array([0. , 0.5], dtype=float32)
+    """
+    return _div_no_nan(*_true_div_inputs(x, y, "tf.math.divide_no_nan"))
+
+
+divide_no_nan = div_no_nan
+
+
+@op("MulNoNan", dtypes=INEXACT_TYPES)
+def _mul_no_nan(x, y):
+    return np.where(y == 0, np.zeros((), x.dtype), np.multiply(x, y))
+
+
+@_mul_no_nan.def_grad
+def _mul_no_nan_grad(op, dz):
+    x, y = op.inputs                       # d(xy) = y dx + x dy, with 0 * anything = 0
+    return binary_grads(op, _mul_no_nan(dz, y), _mul_no_nan(x, dz))
+
+
+def multiply_no_nan(x, y, name=None):
+    """x * y elementwise, 0 where y == 0 (even where x is NaN or infinite).
+
+    Raises:
+      TypeError: `x` and `y` have different dtypes.
+    """
+    x, y = _binary_inputs(x, y)
+    if x._value.dtype != y._value.dtype:
+        raise TypeError(f"`x` and `y` must have the same dtype, got {x.dtype!r} != {y.dtype!r}")
+    return _mul_no_nan(x, y)
+
+
+def scalar_mul(scalar, x, name=None):
+    """Multiplies `x` (a tensor or IndexedSlices) by a scalar.
+
+    Raises:
+      ValueError: `scalar` is not 0-D.
+    """
+    from tapeflow.framework.indexed_slices import IndexedSlices
+    target = x.values if isinstance(x, IndexedSlices) else convert_to_tensor(x)
+    scalar = convert_to_tensor(scalar, dtype=target.dtype)
+    if scalar._value.ndim:
+        raise ValueError(f"The input scalar must be a 0-D value. Received shape {tuple(scalar._value.shape)}.")
+    if isinstance(x, IndexedSlices):
+        return IndexedSlices(multiply(scalar, x.values), x.indices, x.dense_shape)
+    return multiply(scalar, target)
 
 
 def _binary_inputs(x, y):
@@ -182,9 +342,8 @@ def _binary_inputs(x, y):
 
 
 def _convert_like(value, other):
-    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
-        return convert_to_tensor(value)
-    return convert_to_tensor(value, dtype=other.dtype)
+    from tapeflow.framework.op_def import convert_like
+    return convert_like(value, other.dtype)
 
 
 # -- add_n -------------------------------------------------------------------
@@ -210,165 +369,23 @@ def add_n(inputs, name=None):
       InvalidArgumentError: shapes or dtypes differ.
     """
     if not isinstance(inputs, (list, tuple)) or not inputs:
-        raise ValueError("inputs must be a non-empty list of Tensor, IndexedSlices, or Variable objects.")
+        raise ValueError("Inputs must be an iterable of at least one Tensor/IndexedSlices with the same dtype and shape.")
     from tapeflow.framework.indexed_slices import IndexedSlices
     tensors = [convert_to_tensor(t) if isinstance(t, IndexedSlices) else t for t in inputs]
     if len(tensors) == 1:
         return convert_to_tensor(tensors[0])
     ts = [convert_to_tensor(t) for t in tensors]
     shape = ts[0]._value.shape
-    for t in ts[1:]:
+    for i, t in enumerate(ts[1:], 1):
         if t._value.shape != shape:
-            raise InvalidArgumentError(None, "AddN", f"Inputs to operation AddN must have the same shape; "
-                                       f"got {list(shape)} and {list(t._value.shape)} [Op:AddN]")
+            raise InvalidArgumentError(None, "AddN", f"Inputs to operation AddN of type AddN must have the same size and "
+                                       f"shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)} [Op:AddN]")
     return execute(_add_n, ts, {})
 
 
-# -- unary ------------------------------------------------------------------
+# -- complex numbers ---------------------------------------------------------
 
-@op("Neg", dtypes=NUMERIC_TYPES)
-def negative(x):
-    return np.negative(x)
-
-
-@negative.def_grad
-def _neg_grad(op, dy):
-    return -dy                                   # d(-x) = -dx
-
-
-@op("Exp", dtypes=INEXACT_TYPES)
-def exp(x):
-    return np.exp(x)
-
-
-@exp.def_grad(uses_outputs=True)
-def _exp_grad(op, dy):
-    return dy * _conj_if_complex(op.outputs[0])   # d e^x = e^x dx
-
-
-@op("Log", dtypes=INEXACT_TYPES)
-def log(x):
-    return np.log(x)
-
-
-@log.def_grad
-def _log_grad(op, dy):
-    return dy * reciprocal(_conj_if_complex(op.inputs[0]))   # d log x = dx / x
-
-
-@op("Sin", dtypes=INEXACT_TYPES)
-def sin(x):
-    return np.sin(x)
-
-
-@sin.def_grad
-def _sin_grad(op, dy):
-    return dy * _conj_if_complex(cos(op.inputs[0]))   # d sin x = cos x dx
-
-
-@op("Cos", dtypes=INEXACT_TYPES)
-def cos(x):
-    return np.cos(x)
-
-
-@cos.def_grad
-def _cos_grad(op, dy):
-    return -dy * _conj_if_complex(sin(op.inputs[0]))  # d cos x = -sin x dx
-
-
-@op("Tanh", dtypes=INEXACT_TYPES)
-def tanh(x):
-    return np.tanh(x)
-
-
-@tanh.def_grad(uses_outputs=True)
-def _tanh_grad(op, dy):
-    y = _conj_if_complex(op.outputs[0])
-    return dy * (1 - y * y)                          # d tanh x = (1 - tanh^2 x) dx
-
-
-@op("Square", dtypes=NUMERIC_TYPES)
-def square(x):
-    return np.square(x)
-
-
-@square.def_grad
-def _square_grad(op, dy):
-    return dy * (2 * _conj_if_complex(op.inputs[0]))   # d x^2 = 2x dx
-
-
-@op("Sqrt", dtypes=INEXACT_TYPES)
-def sqrt(x):
-    return np.sqrt(x)
-
-
-@sqrt.def_grad(uses_outputs=True)
-def _sqrt_grad(op, dy):
-    return dy * 0.5 / _conj_if_complex(op.outputs[0])   # d sqrt x = dx / (2 sqrt x)
-
-
-@op("Reciprocal", dtypes=INEXACT_TYPES)
-def reciprocal(x):
-    return np.reciprocal(x)
-
-
-@reciprocal.def_grad(uses_outputs=True)
-def _reciprocal_grad(op, dy):
-    y = _conj_if_complex(op.outputs[0])
-    return -dy * y * y                               # d (1/x) = -dx / x^2
-
-
-@op("Floor", dtypes=FLOATING_TYPES)
-def floor(x):
-    return np.floor(x)
-
-
-@floor.def_grad
-def _floor_grad(op, dy):
-    return None                                       # piecewise constant: TF returns None
-
-
-@op("Abs", dtypes=NUMERIC_TYPES)
-def _abs(x):
-    return np.abs(x)
-
-
-@_abs.def_grad
-def _abs_grad(op, dy):
-    return dy * sign(op.inputs[0])                   # d|x| = sign(x) dx
-
-
-@op("ComplexAbs", dtypes=dtypes.COMPLEX_TYPES)
-def _complex_abs(x):
-    return np.abs(x)
-
-
-@_complex_abs.def_grad(uses_outputs=True)
-def _complex_abs_grad(op, dy):
-    x, y = op.inputs[0], op.outputs[0]              # d|z| = Re(conj(z)/|z| dz)
-    return complex(dy, zeros_like(dy)) * div_no_nan(x, complex(y, zeros_like(y)))
-
-
-def abs(x, name=None):  # noqa: A001 - TensorFlow's public name
-    """|x| elementwise; for complex x a real tensor of magnitudes."""
-    x = convert_to_tensor(x)
-    return _complex_abs(x) if _is_complex(x) else _abs(x)
-
-
-@op("Sign", dtypes=NUMERIC_TYPES)
-def sign(x):
-    if x.dtype.kind == "c":
-        mag = np.abs(x)
-        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
-    return np.sign(x)
-
-
-@sign.def_grad
-def _sign_grad(op, dy):
-    return zeros_like(op.inputs[0])                  # piecewise constant
-
-
-@op("Conj", dtypes=NUMERIC_TYPES)
+@op("Conj", dtypes=dtypes.COMPLEX_TYPES)
 def _conj(x):
     return np.conj(x)
 
@@ -379,9 +396,18 @@ def _conj_grad(op, dy):
 
 
 def conj(x, name=None):
-    """Complex conjugate; the identity on real tensors."""
-    x = convert_to_tensor(x)
-    return _conj(x) if _is_complex(x) else x
+    """Complex conjugate; real tensors are returned unchanged.
+
+    Raises:
+      TypeError: `x` is not numeric.
+    """
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    kind = x._value.dtype.kind
+    if kind == "c":
+        return _conj(x)
+    if kind == "b":
+        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}.")
+    return x
 
 
 @op("Real", dtypes=dtypes.COMPLEX_TYPES)
@@ -405,28 +431,60 @@ def _imag_grad(op, dy):
 
 
 def real(input, name=None):  # noqa: A002
+    """The real part of a complex tensor; real tensors are returned unchanged."""
     x = convert_to_tensor(input)
     return _real(x) if _is_complex(x) else x
 
 
 def imag(input, name=None):  # noqa: A002
+    """The imaginary part of a complex tensor; zeros for real tensors."""
     x = convert_to_tensor(input)
     return _imag(x) if _is_complex(x) else zeros_like(x)
 
 
+@op("Angle", dtypes=dtypes.COMPLEX_TYPES)
+def _angle(x):
+    return np.angle(x)
+
+
+@_angle.def_grad
+def _angle_grad(op, dy):
+    x = op.inputs[0]                                  # d arg z = -Re(dz / (Im z + i Re z)), TF convention
+    return -complex(dy, zeros_like(dy)) * reciprocal(complex(imag(x), real(x)))
+
+
+def angle(input, name=None):  # noqa: A002
+    """The argument of a complex tensor; pi for negative and 0 for other real values."""
+    x = convert_to_tensor(input)
+    if _is_complex(x):
+        return _angle(x)
+    return where(x < 0, Tensor(np.full(x._value.shape, np.pi, x._value.dtype)), zeros_like(x))
+
+
 @op("Complex", dtypes=(dtypes.float32, dtypes.float64))
 def _complex(re, im):
-    return np.asarray(re + 1j * np.asarray(im)).astype(np.complex64 if re.dtype == np.float32 else np.complex128)
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), np.complex64 if re.dtype == np.float32 else np.complex128)
+    out.real = re
+    out.imag = im
+    return out
 
 
 @_complex.def_grad
 def _complex_grad(op, dz):
-    return binary_grads(op, real(dz), imag(dz))
+    return binary_grads(op, real(dz), imag(dz))       # dz = dx + i dy
 
 
 def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
-    """real + 1j * imag; float32 gives complex64, float64 gives complex128."""
-    return _complex(*_binary_inputs(real, imag))
+    """real + 1j * imag; float32 parts give complex64, float64 parts complex128.
+
+    Raises:
+      TypeError: the parts are not both float32 or both float64.
+    """
+    re, im = _binary_inputs(real, imag)
+    if re._value.dtype != im._value.dtype or re._value.dtype not in (np.float32, np.float64):
+        raise TypeError(f"The `real` and `imag` components have incorrect types: {re.dtype.name} {im.dtype.name}. "
+                        f"They must be consistent, and one of [tf.float32, tf.float64]")
+    return _complex(re, im)
 
 
 # -- casts and comparisons ----------------------------------------------------
@@ -463,8 +521,8 @@ def cast(x, dtype, name=None):
     return execute(_cast, (x,), {"DstT": dtype._np})
 
 
-def _comparison(type_, fn):
-    kernel = op(type_, dtypes=NUMERIC_TYPES + (dtypes.bool,))(fn)
+def _comparison(type_, fn, allowed):
+    kernel = op(type_, dtypes=allowed)(fn)
     no_gradient(type_)
 
     def compare(x, y, name=None):
@@ -474,12 +532,12 @@ def _comparison(type_, fn):
     return compare
 
 
-equal = _comparison("Equal", lambda x, y: np.equal(x, y))
-not_equal = _comparison("NotEqual", lambda x, y: np.not_equal(x, y))
-less = _comparison("Less", lambda x, y: np.less(x, y))
-less_equal = _comparison("LessEqual", lambda x, y: np.less_equal(x, y))
-greater = _comparison("Greater", lambda x, y: np.greater(x, y))
-greater_equal = _comparison("GreaterEqual", lambda x, y: np.greater_equal(x, y))
+equal = _comparison("Equal", lambda x, y: np.equal(x, y), NUMERIC_TYPES + (dtypes.bool,))
+not_equal = _comparison("NotEqual", lambda x, y: np.not_equal(x, y), NUMERIC_TYPES + (dtypes.bool,))
+less = _comparison("Less", lambda x, y: np.less(x, y), REAL_TYPES)
+less_equal = _comparison("LessEqual", lambda x, y: np.less_equal(x, y), REAL_TYPES)
+greater = _comparison("Greater", lambda x, y: np.greater(x, y), REAL_TYPES)
+greater_equal = _comparison("GreaterEqual", lambda x, y: np.greater_equal(x, y), REAL_TYPES)
 for _f, _n in ((equal, "equal"), (not_equal, "not_equal"), (less, "less"), (less_equal, "less_equal"),
                (greater, "greater"), (greater_equal, "greater_equal")):
     _f.__name__ = _n
@@ -515,89 +573,30 @@ def where(condition, x=None, y=None, name=None):
     return execute(_select, (condition, x, y), {})
 
 
-def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    """Zeros with the shape (and dtype, unless given) of `input`."""
+@op("FillLike", same_dtype=False)
+def _fill_like(like, value, dtype):
+    return np.full(np.shape(like), value, dtype)
+
+
+no_gradient("FillLike")
+
+
+def _filled_like(input, dtype, value):
     x = input if type(input) is Tensor else convert_to_tensor(input)
     np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    return Tensor(np.zeros(x._value.shape, np_dtype))
+    if None in x._value.shape:      # graph tensor of unknown shape: filled when the graph runs
+        return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
+    return Tensor(np.full(x._value.shape, value, np_dtype))
+
+
+def zeros_like(input, dtype=None, name=None):  # noqa: A002
+    """Zeros with the shape (and dtype, unless given) of `input`."""
+    return _filled_like(input, dtype, 0)
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
     """Ones with the shape (and dtype, unless given) of `input`."""
-    x = input if type(input) is Tensor else convert_to_tensor(input)
-    np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    return Tensor(np.ones(x._value.shape, np_dtype))
-
-
-def div_no_nan(x, y, name=None):
-    """x / y, with 0 where y == 0."""
-    x, y = _binary_inputs(x, y)
-    safe = where(equal(y, zeros_like(y)), ones_like(y), y)
-    return where(equal(y, zeros_like(y)), zeros_like(x / safe), x / safe)
-
-
-# -- reductions ---------------------------------------------------------------
-
-def _axes(axis, rank):
-    """Normalizes a reduction axis argument to a sorted tuple of non-negative ints."""
-    if axis is None:
-        return tuple(range(rank))
-    if isinstance(axis, Tensor):
-        axis = np.asarray(axis._value).tolist()
-    if isinstance(axis, (int, np.integer)):
-        axis = (int(axis),)
-    out = []
-    for a in axis:
-        a = int(a)
-        if not -rank <= a < max(rank, 1):
-            raise InvalidArgumentError(None, "Reduce", f"Invalid reduction dimension {a} for input with {rank} dimensions.")
-        out.append(a % rank if rank else 0)
-    return tuple(sorted(set(out)))
-
-
-def _kept_shape(shape, axes):
-    return tuple(1 if i in axes else d for i, d in enumerate(shape))
-
-
-@op("Sum", dtypes=NUMERIC_TYPES)
-def _sum(x, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-
-
-@_sum.def_grad
-def _sum_grad(op, dy):
-    from tapeflow.ops import array_ops
-    x = op.inputs[0]
-    shape = x._value.shape
-    if not op.get_attr("keepdims"):
-        dy = array_ops.reshape(dy, _kept_shape(shape, op.get_attr("axis")))
-    return array_ops.broadcast_to(dy, shape)          # each input element gets the sum's gradient
-
-
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes when None).
-
-    >>> import tapeflow as tf
-    >>> tf.reduce_sum(tf.ones([2, 3]), axis=1).numpy()
-    array([3., 3.], dtype=float32)
-    """
-    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
-    if x._value.dtype == np.bool_:
-        raise InvalidArgumentError(None, "Sum", "Value for attr 'T' of bool is not in the list of allowed values [Op:Sum]")
-    return execute(_sum, (x,), {"axis": _axes(axis, x._value.ndim), "keepdims": bool(keepdims)})
-
-
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    """Mean over `axis`; integer inputs give integer (truncated) means like TensorFlow."""
-    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
-    axes = _axes(axis, x._value.ndim)
-    count = 1
-    for a in axes:
-        count *= x._value.shape[a]
-    total = reduce_sum(x, axes, keepdims)
-    if x._value.dtype.kind in "iu":
-        return _floor_div(total, Tensor(np.asarray(max(count, 1), x._value.dtype))) if count else total
-    return total / Tensor(np.asarray(count, x._value.dtype))
+    return _filled_like(input, dtype, 1)
 
 
 # -- matmul ------------------------------------------------------------------
@@ -619,15 +618,20 @@ def _matmul(a, b, transpose_a, transpose_b):
 def _matmul_grad(op, dy):
     a, b = (_conj_if_complex(t) for t in op.inputs)
     ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    skip = op.skip_input_indices               # e.g. the data batch of a layer: no product for it
     mm = _matmul_op
     if not ta and not tb:                  # y = a b:       da = dy b^T,   db = a^T dy
-        da, db = mm(dy, b, False, True), mm(a, dy, True, False)
+        da = None if 0 in skip else mm(dy, b, False, True)
+        db = None if 1 in skip else mm(a, dy, True, False)
     elif not ta and tb:                    # y = a b^T:     da = dy b,     db = dy^T a
-        da, db = mm(dy, b, False, False), mm(dy, a, True, False)
+        da = None if 0 in skip else mm(dy, b, False, False)
+        db = None if 1 in skip else mm(dy, a, True, False)
     elif ta and not tb:                    # y = a^T b:     da = b dy^T,   db = a dy
-        da, db = mm(b, dy, False, True), mm(a, dy, False, False)
+        da = None if 0 in skip else mm(b, dy, False, True)
+        db = None if 1 in skip else mm(a, dy, False, False)
     else:                                  # y = a^T b^T:   da = b^T dy^T, db = dy^T a^T
-        da, db = mm(b, dy, True, True), mm(dy, a, True, True)
+        da = None if 0 in skip else mm(b, dy, True, True)
+        db = None if 1 in skip else mm(dy, a, True, True)
     return binary_grads(op, da, db)
 
 
@@ -659,51 +663,6 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     return _matmul_op(a, b, bool(transpose_a), bool(transpose_b))
 
 
-# -- segment sums -----------------------------------------------------------
-
-@op("UnsortedSegmentSum", same_dtype=False, dtypes=NUMERIC_TYPES)
-def _unsorted_segment_sum(data, segment_ids, num_segments):
-    ids = np.asarray(segment_ids)
-    data = np.asarray(data)
-    if data.shape[:ids.ndim] != ids.shape:
-        raise ValueError(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(ids.shape)}")
-    if ids.size and ids.max() >= num_segments:
-        raise ValueError(f"segment_ids[{int(np.argmax(ids))}] = {int(ids.max())} is out of range [0, {num_segments})")
-    out = np.zeros((num_segments,) + data.shape[ids.ndim:], data.dtype)
-    keep = ids >= 0                                    # negative ids are dropped, like TensorFlow
-    np.add.at(out, ids[keep], data[keep])
-    return out
-
-
-@_unsorted_segment_sum.def_grad
-def _unsorted_segment_sum_grad(op, dy):
-    from tapeflow.ops import array_ops
-    ids = op.inputs[1]
-    clipped = maximum(ids, zeros_like(ids))
-    g = array_ops.gather(dy, clipped)                  # each row gets its segment's gradient
-    mask = greater_equal(ids, zeros_like(ids))
-    mask = array_ops.reshape(mask, ids._value.shape + (1,) * (g._value.ndim - ids._value.ndim))
-    return where(array_ops.broadcast_to(mask, g._value.shape), g, zeros_like(g)), None
-
-
-def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
-    """Sums rows of `data` into `num_segments` segments given by `segment_ids` (negative ids dropped)."""
-    data = convert_to_tensor(data)
-    segment_ids = convert_to_tensor(segment_ids)
-    if segment_ids._value.dtype.kind not in "iu":
-        raise TypeError(f"segment_ids must be an integer tensor, got {segment_ids.dtype.name}.")
-    return execute(_unsorted_segment_sum, (data, segment_ids), {"num_segments": int(num_segments)})
-
-
-__all__ = [
-    "abs", "add", "add_n", "cast", "complex", "conj", "cos", "divide", "equal", "exp", "floor",
-    "floordiv", "greater", "greater_equal", "imag", "less", "less_equal", "log", "matmul", "maximum",
-    "minimum", "multiply", "negative", "not_equal", "ones_like", "pow", "real", "reduce_mean",
-    "reduce_sum", "sign", "sin", "sqrt", "square", "subtract", "tanh", "truediv", "where",
-    "zeros_like", "reciprocal", "squared_difference", "floormod", "div_no_nan", "unsorted_segment_sum",
-]
-
-
 # -- logical ------------------------------------------------------------------
 
 def _logical(type_, fn, arity):
@@ -729,4 +688,31 @@ def logical_xor(x, y, name="LogicalXor"):
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
 
 
-__all__ += ["logical_and", "logical_or", "logical_not", "logical_xor"]
+# -- the rest of the family (Note [module split]) ------------------------------------
+
+from tapeflow.ops.unary_ops import (  # noqa: E402
+    abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, digamma, erf, erfc, exp, expm1, floor,
+    is_finite, is_inf, is_nan, lgamma, log, log1p, log_sigmoid, negative, polygamma, reciprocal, rint, round,
+    rsqrt, sigmoid, sign, sin, sinh, softplus, softsign, sqrt, square, tan, tanh, zeta,
+)
+from tapeflow.ops.reduction_ops import (  # noqa: E402
+    _axes, argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, reduce_all, reduce_any,
+    reduce_euclidean_norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std,
+    reduce_sum, reduce_variance, top_k,
+)
+from tapeflow.ops.segment_ops import (  # noqa: E402
+    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
+    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
+    unsorted_segment_sum,
+)
+
+# Names TensorFlow also exports at the top level (`tf.add`, `tf.reduce_sum`, ...).
+__all__ = [
+    "abs", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh", "atan", "atan2", "atanh",
+    "cast", "complex", "cos", "cosh", "cumsum", "divide", "equal", "exp", "floor", "greater",
+    "greater_equal", "less", "less_equal", "logical_and", "logical_not", "logical_or", "matmul", "maximum",
+    "minimum", "multiply", "negative", "not_equal", "ones_like", "pow", "reduce_all", "reduce_any",
+    "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "round",
+    "scalar_mul", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "truediv",
+    "where", "zeros_like",
+]

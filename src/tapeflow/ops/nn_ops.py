@@ -1,3 +1,671 @@
-"""nn_ops (being written)."""
+"""Neural-network ops (`tf.nn`): activations, softmax, cross-entropies and layers' helpers.
+
+Primitives (own kernel and rule) where a composition would be slow or
+unstable: Relu, Relu6, Elu, Selu, LeakyRelu, Softmax, LogSoftmax and the two
+softmax cross-entropies.  The rest are built from other ops and need no rule.
+Convolutions and pooling live in `conv_ops`.
+"""
+
+import numpy as np
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.variables import Variable
+from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.grad_util import unbroadcast
+
+_FLOAT_NP = dtypes.FLOAT_NP
+
+
+def _tensor(x, dtype=None):
+    return x if type(x) is Tensor and dtype is None else convert_to_tensor(x, dtype=dtype)
+
+
+def _float_input(x, what):
+    """`x` as a floating tensor; integers raise like TensorFlow's Python layer."""
+    x = _tensor(x)
+    if x._value.dtype not in _FLOAT_NP:
+        raise TypeError(f"{what}: expected a floating point tensor, got {x.dtype.name}.")
+    return x
+
+
+def _scalar_like(value, t):
+    return Tensor(np.asarray(value, t._value.dtype))
+
+
+def _zeros_like(t):
+    return Tensor(np.zeros(t._value.shape, t._value.dtype))
+
+
+# -- rectifiers ------------------------------------------------------------------
+
+@op("Relu", dtypes=REAL_TYPES)
+def _relu(x):
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+@_relu.def_grad(uses_outputs=True)
+def _relu_grad(op, dy):
+    return execute(_relu_grad_op, (dy, op.outputs[0]), {})   # dy where relu(x) > 0
+
+
+@op("ReluGrad", dtypes=REAL_TYPES)
+def _relu_grad_op(dy, y):
+    return np.where(y > 0, dy, np.zeros((), dy.dtype))
+
+
+@_relu_grad_op.def_grad
+def _relu_grad_grad(op, ddx):
+    y = op.inputs[1]                     # linear in dy with the same mask; y only selects
+    return execute(_relu_grad_op, (ddx, y), {}), _zeros_like(y)
+
+
+def relu(features, name=None):
+    """max(features, 0), elementwise; integers allowed.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.relu([-1.0, 2.0]).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    return execute(_relu, (_tensor(features),), {})
+
+
+@op("Relu6", dtypes=REAL_TYPES)
+def _relu6(x):
+    return np.minimum(np.maximum(x, np.zeros((), x.dtype)), np.asarray(6, x.dtype))
+
+
+@_relu6.def_grad
+def _relu6_grad(op, dy):
+    x = op.inputs[0]                     # 1 on the open interval (0, 6), 0 elsewhere
+    inside = math_ops.logical_and(math_ops.greater(x, _zeros_like(x)), math_ops.less(x, _scalar_like(6, x)))
+    return math_ops.where(inside, dy, _zeros_like(dy))
+
+
+def relu6(features, name=None):
+    """min(max(features, 0), 6), elementwise."""
+    return execute(_relu6, (_tensor(features),), {})
+
+
+@op("LeakyRelu", dtypes=FLOATING_TYPES)
+def _leaky_relu(x, alpha):
+    return np.where(x > 0, x, x * np.asarray(alpha, x.dtype))
+
+
+@_leaky_relu.def_grad
+def _leaky_relu_grad(op, dy):
+    x = op.inputs[0]                     # 1 where x > 0, alpha elsewhere
+    alpha = _scalar_like(op.get_attr("alpha"), dy)
+    return math_ops.where(math_ops.greater(x, _zeros_like(x)), dy, dy * alpha)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """features where positive, alpha * features elsewhere; integers are computed in float32."""
+    x = _tensor(features)
+    if x._value.dtype.kind in "iu":
+        x = math_ops.cast(x, dtypes.float32)
+    if isinstance(alpha, Tensor):
+        alpha = alpha._value
+    return execute(_leaky_relu, (x,), {"alpha": float(np.asarray(alpha))})
+
+
+@op("Elu", dtypes=FLOATING_TYPES)
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, np.zeros((), x.dtype))))
+
+
+@_elu.def_grad(uses_outputs=True)
+def _elu_grad(op, dy):
+    y = op.outputs[0]                    # 1 where x > 0, exp(x) = elu(x) + 1 elsewhere
+    return math_ops.where(math_ops.greater(y, _zeros_like(y)), dy, dy * (y + _scalar_like(1, y)))
+
+
+def elu(features, name=None):
+    """x where x > 0, exp(x) - 1 elsewhere."""
+    return execute(_elu, (_tensor(features),), {})
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@op("Selu", dtypes=FLOATING_TYPES)
+def _selu(x):
+    neg = np.expm1(np.minimum(x, np.zeros((), x.dtype))) * np.asarray(_SELU_ALPHA, x.dtype)
+    return np.asarray(_SELU_SCALE, x.dtype) * np.where(x > 0, x, neg)
+
+
+@_selu.def_grad(uses_outputs=True)
+def _selu_grad(op, dy):
+    y = op.outputs[0]                    # scale where x > 0, scale*alpha*exp(x) = y + scale*alpha elsewhere
+    scale, shift = _scalar_like(_SELU_SCALE, y), _scalar_like(_SELU_SCALE * _SELU_ALPHA, y)
+    return math_ops.where(math_ops.greater(y, _zeros_like(y)), dy * scale, dy * (y + shift))
+
+
+def selu(features, name=None):
+    """Scaled ELU: scale * (x if x > 0 else alpha * (exp(x) - 1))."""
+    return execute(_selu, (_tensor(features),), {})
+
+
+# -- softmax -------------------------------------------------------------------------
+
+def _shifted(x):
+    """x minus its row maximum (last axis), in at least float32."""
+    if x.dtype.itemsize < 4:
+        x = x.astype(np.float32)
+    if x.shape[-1] == 0:
+        return x
+    return x - np.max(x, axis=-1, keepdims=True)
+
+
+def _check_rank1(x, type_):
+    if x.ndim < 1:
+        raise ValueError(f"logits must have >= 1 dimension, got {list(x.shape)}")
+
+
+@op("Softmax", dtypes=FLOATING_TYPES)
+def _softmax(x):
+    _check_rank1(x, "Softmax")
+    e = np.exp(_shifted(x))
+    e /= np.sum(e, axis=-1, keepdims=True)
+    return e.astype(x.dtype, copy=False)
+
+
+@_softmax.def_grad(uses_outputs=True)
+def _softmax_grad(op, dy):
+    y = op.outputs[0]                    # dx = (dy - <dy, y>) * y
+    return (dy - math_ops.reduce_sum(dy * y, -1, keepdims=True)) * y
+
+
+@op("LogSoftmax", dtypes=FLOATING_TYPES)
+def _log_softmax(x):
+    _check_rank1(x, "LogSoftmax")
+    s = _shifted(x)
+    s -= np.log(np.sum(np.exp(s), axis=-1, keepdims=True))
+    return s.astype(x.dtype, copy=False)
+
+
+@_log_softmax.def_grad(uses_outputs=True)
+def _log_softmax_grad(op, dy):
+    y = op.outputs[0]                    # dx = dy - sum(dy) * softmax(x)
+    return dy - math_ops.reduce_sum(dy, -1, keepdims=True) * math_ops.exp(y)
+
+
+def _along_axis(kernel, logits, axis):
+    """Applies a last-axis op along `axis` by swapping that axis to the end and back."""
+    x = _tensor(logits)
+    rank = x._value.ndim
+    if axis is None or axis == -1 or (rank and axis == rank - 1):
+        return execute(kernel, (x,), {})
+    if isinstance(axis, Tensor):
+        axis = int(axis._value)
+    if not -rank <= axis < rank:
+        raise InvalidArgumentError(
+            None, kernel.type,
+            f"`dim` must be in the range [{-rank}, {rank}) where {rank} is the number of dimensions in the input. "
+            f"Received: dim={axis}")
+    perm = list(range(rank))
+    perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
+    swapped = array_ops.transpose(x, perm)
+    return array_ops.transpose(execute(kernel, (swapped,), {}), perm)
+
+
+def softmax(logits, axis=None, name=None):
+    """exp(logits) / sum(exp(logits)) along `axis` (default: the last).
+
+    Raises:
+      InvalidArgumentError: scalar logits, an axis out of range or a non-float dtype.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.softmax([0.0, 0.0]).numpy()
+    array([0.5, 0.5], dtype=float32)
+    """
+    return _along_axis(_softmax, logits, axis)
+
+
+def log_softmax(logits, axis=None, name=None):
+    """logits - log(sum(exp(logits))) along `axis` (default: the last), computed stably."""
+    return _along_axis(_log_softmax, logits, axis)
+
+
+# -- softmax cross-entropies --------------------------------------------------------
+# Note [cross-entropy second output]: both ops return (loss, backprop) where
+# backprop = d loss / d logits is a by-product of the forward pass.  The first
+# order gradient scales the saved backprop; when something downstream used
+# the gradient (second order), the gradient flowing into `backprop` adds the
+# softmax Hessian-vector product.  The tape hands None for an unused backprop
+# (tape._ACCEPTS_NONE), so first order pays nothing for it.
+
+def _col(v):
+    return array_ops.reshape(v, v._value.shape + (1,))
+
+
+def _softmax_hvp(logits, dbackprop):
+    """d backprop / d logits applied to `dbackprop`: the softmax Jacobian (symmetric)."""
+    s = execute(_softmax, (logits,), {})
+    return (dbackprop - math_ops.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
+
+
+@op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2)
+def _softmax_xent(logits, labels):
+    if logits.ndim != 2 or labels.ndim != 2:
+        raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and labels {list(labels.shape)}")
+    try:
+        shape = np.broadcast_shapes(logits.shape, labels.shape)
+    except ValueError:
+        raise ValueError(f"logits and labels must be broadcastable: logits_size={list(logits.shape)} "
+                         f"labels_size={list(labels.shape)}") from None
+    s = _shifted(logits)
+    lse = np.log(np.sum(np.exp(s), axis=-1, keepdims=True))
+    lab = labels.astype(s.dtype, copy=False)
+    loss = np.sum(lab * (lse - s), axis=-1)
+    backprop = np.exp(s - lse) - lab
+    loss = np.broadcast_to(loss, shape[:1]).astype(logits.dtype)
+    return loss, np.broadcast_to(backprop, shape).astype(logits.dtype)
+
+
+@_softmax_xent.def_grad(uses_outputs=True)
+def _softmax_xent_grad(op, dloss, dbackprop):
+    logits, labels = op.inputs
+    dcol = _col(dloss)
+    dlogits = dcol * op.outputs[1]                                   # dloss * (softmax - labels)
+    dlabels = dcol * -execute(_log_softmax, (logits,), {})           # dloss * -log softmax
+    if dbackprop is not None:                                        # Note [cross-entropy second output]
+        dlogits = dlogits + _softmax_hvp(logits, dbackprop)
+        dlabels = dlabels - dbackprop                                # d backprop / d labels = -I
+    return unbroadcast(dlogits, logits._value.shape), unbroadcast(dlabels, labels._value.shape)
+
+
+@op("SparseSoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, same_dtype=False, num_outputs=2)
+def _sparse_softmax_xent(logits, labels):
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-D, but got shape {list(logits.shape)}")
+    if labels.ndim != 1 or labels.shape[0] != logits.shape[0]:
+        raise ValueError(f"logits and labels must have the same first dimension, got logits shape "
+                         f"{list(logits.shape)} and labels shape {list(labels.shape)}")
+    n, classes = logits.shape
+    if classes == 0:
+        raise ValueError(f"Must have at least one class, but got logits shape {list(logits.shape)}")
+    bad = (labels < 0) | (labels >= classes)
+    if bad.any():
+        raise ValueError(f"Received a label value of {int(labels[np.argmax(bad)])} which is outside the valid "
+                         f"range of [0, {classes}).  Label values: {' '.join(map(str, labels.tolist()))}")
+    s = _shifted(logits)
+    lse = np.log(np.sum(np.exp(s), axis=-1))
+    rows = np.arange(n)
+    loss = lse - s[rows, labels]
+    backprop = np.exp(s - lse[:, None])
+    backprop[rows, labels] -= 1
+    return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
+
+
+@_sparse_softmax_xent.def_grad(uses_outputs=True)
+def _sparse_softmax_xent_grad(op, dloss, dbackprop):
+    logits = op.inputs[0]
+    dlogits = _col(dloss) * op.outputs[1]                            # dloss * (softmax - onehot)
+    if dbackprop is not None:                                        # Note [cross-entropy second output]
+        dlogits = dlogits + _softmax_hvp(logits, dbackprop)
+    return dlogits, None
+
+
+def _float_logits(logits, labels_dtype_from=None):
+    x = _tensor(logits)
+    if x._value.dtype not in _FLOAT_NP:
+        raise InvalidArgumentError(
+            None, "SoftmaxCrossEntropyWithLogits",
+            f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed values: half, bfloat16, float, double")
+    return x
+
+
+def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
+    """Cross-entropy between `labels` (a distribution per row) and softmax(`logits`) along `axis`.
+
+    `labels` is cast to the dtype of `logits` and receives a gradient too.
+    Half-precision logits are computed in float32.
+
+    Returns:
+      The loss, of the shape of `logits` without `axis`.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.softmax_cross_entropy_with_logits(labels=[[0.0, 1.0]], logits=[[0.0, 0.0]]).numpy()
+    array([0.6931472], dtype=float32)
+    """
+    logits = _float_logits(logits)
+    labels = _tensor(labels)
+    if labels._value.dtype != logits._value.dtype:
+        labels = math_ops.cast(labels, logits.dtype)
+    rank = logits._value.ndim
+    if rank == 0:
+        logits, labels = array_ops.reshape(logits, (1,)), array_ops.reshape(labels, (1,))
+        rank = 1
+    if labels._value.ndim > rank:
+        raise ValueError(f"labels of shape {list(labels._value.shape)} have a higher rank than logits of shape "
+                         f"{list(logits._value.shape)}.")
+    axis = int(axis._value) if isinstance(axis, Tensor) else int(axis)
+    if not -rank <= axis < rank:
+        raise InvalidArgumentError(None, "SoftmaxCrossEntropyWithLogits",
+                                   f"axis {axis} is out of range for logits of rank {rank}.")
+    axis %= rank
+    if axis != rank - 1:
+        lab_rank = labels._value.ndim
+        if lab_rank < rank:
+            labels = array_ops.reshape(labels, (1,) * (rank - lab_rank) + labels._value.shape)
+        perm = [i for i in range(rank) if i != axis] + [axis]
+        logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
+    try:
+        full = np.broadcast_shapes(logits._value.shape, labels._value.shape)
+    except ValueError:
+        raise InvalidArgumentError(
+            None, "SoftmaxCrossEntropyWithLogits",
+            f"logits and labels must be broadcastable: logits_size={list(logits._value.shape)} "
+            f"labels_size={list(labels._value.shape)} [Op:SoftmaxCrossEntropyWithLogits]") from None
+    batch_shape = full[:-1]
+    logits = _flatten_outer(logits, full)
+    labels = _flatten_outer(labels, full)
+    loss, _ = execute(_softmax_xent, (logits, labels), {})
+    return array_ops.reshape(loss, batch_shape)
+
+
+def _flatten_outer(t, full):
+    """`t` as a 2-D [rows, classes] tensor; broadcasts batch axes, keeps a size-1 row for broadcasting."""
+    shape = t._value.shape
+    if len(shape) == 2 and (shape[0] == full[0] or shape[0] == 1) and len(full) == 2:
+        return t
+    if shape[:-1] != full[:-1]:
+        if all(d == 1 for d in shape[:-1]):
+            return array_ops.reshape(t, (1, shape[-1] if shape else 1))
+        t = array_ops.broadcast_to(t, full[:-1] + (shape[-1] if shape else 1,))
+        shape = t._value.shape
+    return array_ops.reshape(t, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]))
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """Cross-entropy between integer class `labels` and softmax(`logits`) over the last axis.
+
+    Args:
+      labels: int32/int64 tensor of shape `logits.shape[:-1]`, values in [0, classes).
+      logits: float tensor of shape [..., classes].
+
+    Returns:
+      The loss, of shape `labels.shape`, in the dtype of `logits`.
+
+    Raises:
+      ValueError: scalar logits, or label and logit shapes that do not match.
+      InvalidArgumentError: a label out of range (on evaluation) or non-integer labels.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1], logits=[[0.0, 0.0]]).numpy()
+    array([0.6931472], dtype=float32)
+    """
+    logits = _float_logits(logits)
+    labels = _tensor(labels)
+    if labels._value.dtype not in (np.int32, np.int64):
+        raise InvalidArgumentError(
+            None, "SparseSoftmaxCrossEntropyWithLogits",
+            f"Value for attr 'Tlabels' of {labels.dtype.name} is not in the list of allowed values: int32, int64")
+    lshape, xshape = labels._value.shape, logits._value.shape
+    if not xshape:
+        raise ValueError(f"`logits` cannot be a scalar. Received logits={logits._value}`")
+    if len(lshape) != len(xshape) - 1:
+        raise ValueError(f"`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape={lshape} "
+                         f"of rank {len(lshape)} and logits.shape={xshape} of rank {len(xshape)}")
+    if lshape != xshape[:-1]:
+        raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
+                         f"labels.shape={lshape} and logits.shape={xshape}")
+    if len(xshape) != 2:
+        logits = array_ops.reshape(logits, (int(np.prod(lshape, dtype=np.int64)), xshape[-1]))
+        labels = array_ops.reshape(labels, (-1,))
+    loss, _ = execute(_sparse_softmax_xent, (logits, labels), {})
+    return loss if len(xshape) == 2 else array_ops.reshape(loss, lshape)
+
+
+
+# -- smooth activations (composites) ------------------------------------------------
+
+def gelu(features, approximate=False, name=None):
+    """Gaussian error linear unit: x * Phi(x); `approximate` uses the tanh formula.
+
+    >>> import tapeflow as tf
+    >>> round(float(tf.nn.gelu(1.0)), 4)
+    0.8413
+    """
+    x = _float_input(features, "gelu")
+    half = _scalar_like(0.5, x)
+    if approximate:            # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        inner = _scalar_like(0.7978845608028654, x) * (x + _scalar_like(0.044715, x) * (x * x * x))
+        return half * x * (_scalar_like(1, x) + math_ops.tanh(inner))
+    return half * x * (_scalar_like(1, x) + math_ops.erf(x * _scalar_like(0.7071067811865476, x)))
+
+
+def silu(features, beta=1.0, name=None):
+    """x * sigmoid(beta * x) (also `swish`)."""
+    x = _float_input(features, "silu")
+    if isinstance(beta, (int, float)) and beta == 1.0:
+        return x * math_ops.sigmoid(x)
+    return x * math_ops.sigmoid(x * convert_to_tensor(beta, dtype=x.dtype))
+
+
+swish = silu
+
+
+# -- sigmoid cross-entropies ------------------------------------------------------
+
+def _same_shape_pair(labels, logits, fn):
+    if labels is None or logits is None:
+        raise ValueError(f"Both labels and logits must be provided for {fn}.")
+    logits = _tensor(logits)
+    labels = _tensor(labels, dtype=logits.dtype) if not isinstance(labels, Tensor) else labels
+    if labels._value.dtype != logits._value.dtype:
+        raise ValueError(f"{fn}: labels ({labels.dtype.name}) and logits ({logits.dtype.name}) must have the same dtype.")
+    if labels._value.shape != logits._value.shape:
+        raise ValueError(f"`logits` and `labels` must have the same shape, received "
+                         f"({logits.shape} vs {labels.shape}).")
+    return labels, logits
+
+
+def _log1p_exp_neg_abs(x):
+    """(relu(x), log(1 + exp(-|x|))) with the branches chosen at x >= 0, as TensorFlow does."""
+    zeros = _zeros_like(x)
+    nonneg = math_ops.greater_equal(x, zeros)
+    relu_x = math_ops.where(nonneg, x, zeros)
+    neg_abs = math_ops.where(nonneg, -x, x)
+    return relu_x, math_ops.log1p(math_ops.exp(neg_abs))
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Elementwise -z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x)), computed stably.
+
+    Raises:
+      ValueError: labels and logits of different shapes.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.sigmoid_cross_entropy_with_logits(labels=[1.0], logits=[0.0]).numpy()
+    array([0.6931472], dtype=float32)
+    """
+    labels, logits = _same_shape_pair(labels, logits, "sigmoid_cross_entropy_with_logits")
+    relu_x, softplus_neg_abs = _log1p_exp_neg_abs(logits)
+    return relu_x - logits * labels + softplus_neg_abs     # max(x, 0) - x z + log(1 + exp(-|x|))
+
+
+def weighted_cross_entropy_with_logits(labels, logits, pos_weight, name=None):
+    """Sigmoid cross-entropy with the positive term weighted by `pos_weight`."""
+    labels, logits = _same_shape_pair(labels, logits, "weighted_cross_entropy_with_logits")
+    one = _scalar_like(1, logits)
+    log_weight = one + (convert_to_tensor(pos_weight, dtype=logits.dtype) - one) * labels
+    _, softplus_neg_abs = _log1p_exp_neg_abs(logits)
+    # (1 - z) x + (1 + (q - 1) z) (log(1 + exp(-|x|)) + max(-x, 0))
+    return (one - labels) * logits + log_weight * (softplus_neg_abs + relu(-logits))
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
+    """exp(log_input) - log_input * targets, plus Stirling's term for targets > 1 when asked."""
+    log_input = _tensor(log_input)
+    targets = _tensor(targets, dtype=log_input.dtype) if not isinstance(targets, Tensor) else targets
+    if targets._value.shape != log_input._value.shape:
+        raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
+    loss = math_ops.exp(log_input) - log_input * targets
+    if not compute_full_loss:
+        return loss
+    # z log z - z + 0.5 log(2 pi z), only where z > 1
+    safe = math_ops.where(math_ops.greater(targets, _scalar_like(1, targets)), targets, math_ops.ones_like(targets))
+    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(_scalar_like(2 * np.pi, safe) * safe)
+    keep = math_ops.greater(targets, _scalar_like(1, targets))
+    return loss + math_ops.where(keep, stirling, _zeros_like(stirling))
+
+
+# -- layer helpers -------------------------------------------------------------------
+
+def bias_add(value, bias, data_format=None, name=None):
+    """Adds the 1-D `bias` along the channel axis of `value` (last for N..C, 1 for NC..).
+
+    Raises:
+      ValueError: an unknown data_format or a value of rank < 2.
+      InvalidArgumentError: a bias that is not 1-D or does not match the channels.
+    """
+    value = _tensor(value)
+    bias = _tensor(bias, dtype=value.dtype) if not isinstance(bias, Tensor) else bias
+    if data_format is not None and not (data_format.startswith("NC") or data_format.startswith("N") and data_format.endswith("C")):
+        raise ValueError(f"data_format must be of the form `N...C` or `NC...`, got {data_format!r}.")
+    channels_first = data_format is not None and data_format.startswith("NC")
+    shape, bshape = value._value.shape, bias._value.shape
+    if len(bshape) != 1:
+        raise InvalidArgumentError(None, "BiasAdd", f"Biases must be 1D: {list(bshape)} [Op:BiasAdd]")
+    if len(shape) < 2:
+        raise InvalidArgumentError(None, "BiasAdd", f"Input tensor must be at least 2D: {list(shape)} [Op:BiasAdd]")
+    axis = 1 if channels_first else len(shape) - 1
+    if shape[axis] != bshape[0]:
+        raise InvalidArgumentError(
+            None, "BiasAdd", f"Must provide as many biases as the channel dimension of the input tensor: "
+                             f"{list(bshape)} vs. {list(shape)} [Op:BiasAdd]")
+    if channels_first and len(shape) > 2:
+        bias = array_ops.reshape(bias, (bshape[0],) + (1,) * (len(shape) - 2))
+    return math_ops.add(value, bias)
+
+
+def l2_loss(t, name=None):
+    """sum(t ** 2) / 2.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.l2_loss([1.0, 2.0]).numpy()
+    2.5
+    """
+    t = _float_input(t, "l2_loss")
+    return math_ops.reduce_sum(t * t) * _scalar_like(0.5, t)
+
+
+def moments(x, axes, shift=None, keepdims=False, name=None):
+    """Mean and variance of `x` over `axes`; half-precision inputs are reduced in float32.
+
+    Returns:
+      (mean, variance), with the reduced axes kept as size 1 when `keepdims`.
+    """
+    x = _tensor(x)
+    y = math_ops.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
+    mean = math_ops.reduce_mean(y, axes, keepdims=True)
+    # Note: unlike TensorFlow, the mean is not stop_gradient-ed here; first-order
+    # gradients agree exactly and second-order ones are then correct.
+    variance = math_ops.reduce_mean(math_ops.squared_difference(y, mean), axes, keepdims=True)
+    if not keepdims:
+        kept = math_ops._axes(axes, y._value.ndim)
+        squeezed = tuple(d for i, d in enumerate(mean._value.shape) if i not in kept)
+        mean, variance = array_ops.reshape(mean, squeezed), array_ops.reshape(variance, squeezed)
+    if y is not x:
+        mean, variance = math_ops.cast(mean, x.dtype), math_ops.cast(variance, x.dtype)
+    return mean, variance
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """(x - mean) * scale / sqrt(variance + epsilon) + offset, with broadcasting.
+
+    `offset` and `scale` may be None (0 and 1).
+    """
+    x = _tensor(x)
+    mean, variance = (_tensor(v, dtype=x.dtype) if not isinstance(v, Tensor) else v for v in (mean, variance))
+    inv = math_ops.rsqrt(variance + _scalar_like(variance_epsilon, variance))
+    if scale is not None:
+        inv = inv * (scale if isinstance(scale, Tensor) else convert_to_tensor(scale, dtype=inv.dtype))
+    shift = -mean * inv
+    if offset is not None:
+        shift = (offset if isinstance(offset, Tensor) else convert_to_tensor(offset, dtype=inv.dtype)) + shift
+    return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Zeroes elements of `x` with probability `rate` and scales the rest by 1 / (1 - rate).
+
+    Args:
+      x: a floating point tensor.
+      rate: a float (or scalar tensor) in [0, 1).
+      noise_shape: the shape of the keep/drop mask, broadcast against `x`; None
+        entries take x's dimension.
+      seed: an op-level seed for `tf.random`.
+
+    Raises:
+      ValueError: rate out of range or not a scalar, or x not floating point.
+
+    >>> import tapeflow as tf
+    >>> y = tf.nn.dropout(tf.ones([1000]), rate=0.5)
+    >>> sorted(set(y.numpy().tolist()))
+    [0.0, 2.0]
+    """
+    from tapeflow import random as _random
+    x = _tensor(x)
+    if x._value.dtype not in _FLOAT_NP:
+        raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. Received: x_dtype={x.dtype!r}")
+    rate_value = np.asarray(rate._value if isinstance(rate, Tensor) else rate)
+    if rate_value.ndim:
+        raise ValueError(f"`rate` must be a scalar or scalar tensor. Received: rate={rate!r}")
+    rate_value = float(rate_value)
+    if not 0 <= rate_value < 1:
+        raise ValueError(f"`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate={rate!r}")
+    shape = x._value.shape
+    if noise_shape is None:
+        mask_shape = shape
+    else:
+        dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
+        mask_shape = tuple(shape[i] if d is None and i < len(shape) else int(d) for i, d in enumerate(dims))
+        try:
+            np.broadcast_shapes(mask_shape, shape)
+        except ValueError:
+            raise InvalidArgumentError(None, "SelectV2", f"condition {list(mask_shape)}, then {list(shape)}, and else [] "
+                                                         f"must be broadcastable [Op:SelectV2]") from None
+    scaled = x * _scalar_like(1.0 / (1.0 - rate_value), x)
+    keep = math_ops.greater_equal(_random.uniform(mask_shape, dtype=x.dtype, seed=seed), _scalar_like(rate_value, x))
+    return math_ops.where(keep, scaled, _scalar_like(0, x))
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """Rows of `params` at `ids`; a list of tensors/variables is one table split by rows ("div").
+
+    On a Variable the gradient is an IndexedSlices.
+
+    Raises:
+      ValueError: an empty params list.
+      InvalidArgumentError: an id out of range.
+    """
+    if isinstance(params, (list, tuple)):
+        if not params:
+            raise ValueError("Need at least one param")
+        params = params[0] if len(params) == 1 else array_ops.concat([_tensor(p) for p in params], 0)
+    out = array_ops.gather(params, ids)
+    if max_norm is None:
+        return out
+    # each embedding (the trailing axes taken from params) is scaled down to norm max_norm
+    axes = tuple(range(_tensor(ids)._value.ndim, out._value.ndim))
+    norm = math_ops.sqrt(math_ops.reduce_sum(out * out, axes, keepdims=True)) if axes else math_ops.abs(out)
+    limit = _scalar_like(max_norm, out)
+    factor = math_ops.where(math_ops.greater(norm, limit), limit / norm, math_ops.ones_like(norm))
+    return out * factor
 
 __all__ = []
+
+# Names published under tf.nn (none of them are top-level names in TensorFlow).
+NN_NAMES = (
+    "relu", "relu6", "leaky_relu", "elu", "selu", "softmax", "log_softmax",
+    "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
+    "gelu", "silu", "swish", "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits",
+    "log_poisson_loss", "bias_add", "l2_loss", "moments", "batch_normalization", "dropout", "embedding_lookup",
+)

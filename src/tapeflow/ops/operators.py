@@ -1,6 +1,5 @@
 """Python operators on Tensor and Variable, mapped to tapeflow ops (TF's operator overloads)."""
 
-from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import _NO_ATTRS, Op, execute
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variables import Variable
@@ -43,23 +42,28 @@ def _logical_or_bitwise(logical, name):
 def _eq(x, y):
     if y is None:
         return False
-    try:
-        return math_ops.equal(x, y)
-    except InvalidArgumentError:   # incompatible shapes compare unequal
+    x, y = math_ops._binary_inputs(x, y)    # unconvertible operands raise, as in TensorFlow
+    if not _broadcastable(x, y):            # TF 2: incompatible shapes compare unequal
         return _scalar_bool(False)
-    except (TypeError, ValueError):
-        return False
+    return math_ops.equal(x, y)
 
 
 def _ne(x, y):
     if y is None:
         return True
-    try:
-        return math_ops.not_equal(x, y)
-    except InvalidArgumentError:
+    x, y = math_ops._binary_inputs(x, y)
+    if not _broadcastable(x, y):
         return _scalar_bool(True)
-    except (TypeError, ValueError):
-        return True
+    return math_ops.not_equal(x, y)
+
+
+def _broadcastable(x, y):
+    import numpy as np
+    try:
+        np.broadcast_shapes(x._value.shape, y._value.shape)
+    except ValueError:
+        return False
+    return True
 
 
 def _scalar_bool(value):

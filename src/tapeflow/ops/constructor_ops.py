@@ -1,0 +1,311 @@
+"""Tensor constructors and shape queries: `zeros`, `ones`, `fill`, `range`, `linspace`, `eye`, `meshgrid`,
+`shape`, `shape_n`, `size`, `rank`.
+
+Constructors from Python values make constants; `fill` is differentiable in
+its value, `linspace` (built from ops) in its start and stop, and `range` is
+not differentiable, all as in TensorFlow.
+"""
+
+import builtins
+
+import numpy as np
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.variables import Variable
+
+
+def _int_list(value, what):
+    """A shape-like argument (int, list, TensorShape or int tensor) as a tuple of ints."""
+    if isinstance(value, TensorShape):
+        value = value.as_list()
+    if isinstance(value, Tensor):
+        value = np.asarray(value._value).tolist()
+    if isinstance(value, (int, np.integer)):
+        return (int(value),)
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    try:
+        return tuple(int(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{what} must be a list of integers, got {value!r}") from None
+
+
+def _dims(shape, op_type="Fill"):
+    """A shape argument of a constructor; negative sizes are InvalidArgumentError like TF's Fill."""
+    if isinstance(shape, (list, tuple)) and any(d is None for d in shape):
+        raise ValueError(f"Cannot make a tensor of the partly unknown shape {list(shape)}; give every dimension.")
+    dims = _int_list(shape, "shape")
+    for d in dims:
+        if d < 0:
+            raise InvalidArgumentError(None, op_type, f"Dimension {d} must be >= 0 [Op:{op_type}]")
+    return dims
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    """A tensor of zeros of `shape` (default dtype float32)."""
+    return Tensor(np.zeros(_dims(shape), dtypes.as_dtype(dtype)._np))
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    """A tensor of ones of `shape` (default dtype float32)."""
+    return Tensor(np.ones(_dims(shape), dtypes.as_dtype(dtype)._np))
+
+
+@op("Fill", same_dtype=False)
+def _fill(value, dims):
+    return np.full(dims, value, value.dtype)
+
+
+@_fill.def_grad
+def _fill_grad(op, dy):
+    from tapeflow.ops import math_ops
+    return math_ops.reduce_sum(dy)                     # every element is the value: d value = sum dy
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` filled with the scalar `value` (differentiable in `value`).
+
+    Raises:
+      InvalidArgumentError: `value` is not a scalar, or a negative dimension.
+
+    >>> import tapeflow as tf
+    >>> tf.fill([2], 3).numpy()
+    array([3, 3], dtype=int32)
+    """
+    value = convert_to_tensor(value)
+    if value._value.ndim:
+        raise InvalidArgumentError(None, "Fill", f"value must be a scalar, got shape {list(value._value.shape)} "
+                                   "[Op:Fill]")
+    return execute(_fill, (value,), {"dims": _dims(dims)})
+
+
+# -- range, linspace, eye, meshgrid ---------------------------------------------------
+
+_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
+_RANGE_TYPES = frozenset(np.dtype(d._np) for d in (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
+                                                   dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint16,
+                                                   dtypes.uint32, dtypes.uint64))
+
+
+@op("Range")
+def _range(start, limit, delta):
+    if delta == 0:
+        raise ValueError(f"Requires delta != 0: {delta}")
+    if delta > 0 and start > limit:
+        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if start.dtype.kind in "iu":
+        span, step = abs(int(limit) - int(start)), abs(int(delta))
+        n = (span + step - 1) // step
+        return (int(start) + np.arange(n, dtype=np.int64) * int(delta)).astype(start.dtype)
+    n = int(np.ceil(abs((float(limit) - float(start)) / float(delta))))
+    return start + np.arange(n).astype(start.dtype) * delta
+
+
+no_gradient("Range")
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
+    """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
+
+    Without `dtype`, Python ints give int32 and floats float32; tensors and
+    NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
+    float64 among the arguments wins.
+
+    Raises:
+      InvalidArgumentError: delta is 0, or points away from limit.
+
+    >>> import tapeflow as tf
+    >>> tf.range(1, 10, 3).numpy()
+    array([1, 4, 7], dtype=int32)
+    """
+    if limit is None:
+        start, limit = 0, start
+    want = None if dtype is None else dtypes.as_dtype(dtype)
+    args = [a if isinstance(a, Tensor) else convert_to_tensor(a, dtype=want) for a in (start, limit, delta)]
+    if want is None:
+        want = builtins.max((a.dtype for a in args),
+                            key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
+    if want._np not in _RANGE_TYPES:
+        raise InvalidArgumentError(None, "Range", f"Value for attr 'Tidx' of {want.name} is not in the list of "
+                                   "allowed values: bfloat16, half, float, double, int16, int32, int64, uint16, "
+                                   "uint32, uint64 [Op:Range]")
+    from tapeflow.ops import math_ops
+    args = [math_ops.cast(a, want) for a in args]
+    for what, a in zip(("start", "limit", "delta"), args, strict=True):
+        if a._value.ndim:
+            raise InvalidArgumentError(None, "Range", f"{what} must be a scalar, not shape "
+                                       f"{list(a._value.shape)} [Op:Range]")
+    return execute(_range, args, {})
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """`num` evenly spaced values from `start` to `stop` inclusive, along a new `axis`.
+
+    `start` and `stop` may be tensors of one shape (the values then run along
+    `axis`); integers give float64. Differentiable in `start` and `stop`.
+
+    Raises:
+      TypeError: `num` is not an integer.
+
+    >>> import tapeflow as tf
+    >>> tf.linspace(0.0, 1.0, 5).numpy()
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    from tapeflow.ops import array_ops, math_ops
+    start = convert_to_tensor(start)
+    if not (start.dtype.is_floating or start.dtype.is_complex):
+        start = math_ops.cast(start, dtypes.float64)
+    stop = convert_to_tensor(stop, dtype_hint=start.dtype)
+    if stop.dtype != start.dtype:
+        stop = math_ops.cast(stop, start.dtype)
+    if isinstance(num, Tensor):
+        if not num.dtype.is_integer:
+            raise TypeError(f"Argument `num` must be of type integer, got a {num.dtype.name} tensor.")
+        num = int(num._value)
+    elif not isinstance(num, (int, np.integer)):
+        raise TypeError(f"Argument `num` must be of type integer. Received `num` = {num!r}")
+    num = int(num)
+    if num < 0:
+        raise InvalidArgumentError(None, "LinSpace", f"Requires num >= 0, got {num} [Op:LinSpace]")
+    start, stop = array_ops.broadcast_to(start, _broadcast(start, stop)), array_ops.broadcast_to(stop, _broadcast(start, stop))
+    rank_ = start._value.ndim
+    axis = int(axis)
+    if not -rank_ - 1 <= axis <= rank_:
+        raise InvalidArgumentError(None, "LinSpace", f"axis {axis} is out of range for {rank_ + 1} output "
+                                   "dimensions [Op:LinSpace]")
+    axis %= rank_ + 1
+    first, last = array_ops.expand_dims(start, axis), array_ops.expand_dims(stop, axis)
+    steps = builtins.max(num - 1, 1)
+    delta = (last - first) / Tensor(np.asarray(steps, start._value.dtype))
+    middle = np.arange(1, steps, dtype=start._value.dtype).reshape((-1,) + (1,) * (rank_ - axis))
+    inner = first + Tensor(middle) * delta
+    out = array_ops.concat([first, inner, last], axis)
+    return out[(builtins.slice(None),) * axis + (builtins.slice(0, num),)]
+
+
+def _broadcast(a, b):
+    return np.broadcast_shapes(a._value.shape, b._value.shape)
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
+    """An identity matrix [num_rows, num_columns] (square by default), tiled over `batch_shape`.
+
+    Raises:
+      InvalidArgumentError: a negative size.
+
+    >>> import tapeflow as tf
+    >>> tf.eye(2, 3, dtype=tf.int32).numpy()
+    array([[1, 0, 0],
+           [0, 1, 0]], dtype=int32)
+    """
+    rows = int(num_rows._value if isinstance(num_rows, Tensor) else num_rows)
+    cols = rows if num_columns is None else int(num_columns._value if isinstance(num_columns, Tensor) else num_columns)
+    batch = () if batch_shape is None else _int_list(batch_shape, "batch_shape")
+    dims = _dims(batch + (rows, cols))
+    matrix = np.eye(rows, cols, dtype=dtypes.as_dtype(dtype)._np)
+    return Tensor(np.array(np.broadcast_to(matrix, dims)))
+
+
+def meshgrid(*args, **kwargs):
+    """Coordinate grids from 1-D tensors: N inputs give N tensors of N dims.
+
+    `indexing="xy"` (default) puts the first input along columns (Cartesian);
+    `"ij"` keeps input i along axis i (matrix indexing). Differentiable.
+
+    Raises:
+      TypeError: an unknown keyword argument.
+      ValueError: `indexing` other than "xy" or "ij".
+
+    >>> import tapeflow as tf
+    >>> [g.shape for g in tf.meshgrid([1, 2, 3], [4, 5])]
+    [TensorShape([2, 3]), TensorShape([2, 3])]
+    """
+    from tapeflow.ops import array_ops
+    indexing = kwargs.pop("indexing", "xy")
+    kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"'{next(iter(kwargs))}' is an invalid keyword argument for this function")
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Argument `indexing` parameter must be either 'xy' or 'ij', got '{}'".format(indexing))
+    xs = [array_ops.reshape(convert_to_tensor(a), (-1,)) for a in args]
+    sizes = [x._value.shape[0] for x in xs]
+    n = len(xs)
+    if indexing == "xy" and n > 1:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    grids = []
+    for i, x in enumerate(xs):
+        pos = (1 - i if i < 2 else i) if indexing == "xy" and n > 1 else i
+        shape_i = [1] * n
+        shape_i[pos] = -1
+        grids.append(array_ops.broadcast_to(array_ops.reshape(x, tuple(shape_i)), tuple(sizes)))
+    return grids
+
+
+# -- shape queries ------------------------------------------------------------------
+
+_SHAPE_TYPES = (dtypes.int32, dtypes.int64)
+
+
+def _shape_type(out_type, op_type):
+    out_type = dtypes.as_dtype(out_type)
+    if out_type not in _SHAPE_TYPES:
+        raise InvalidArgumentError(None, op_type, f"Value for attr 'out_type' of {out_type.name} is not in the list "
+                                   f"of allowed values: int32, int64 [Op:{op_type}]")
+    return out_type._np
+
+
+def _any_tensor(x):
+    return x if isinstance(x, (Tensor, Variable)) else convert_to_tensor(x)
+
+
+@op("Shape", same_dtype=False)
+def _shape(x, out_type):
+    return np.asarray(x.shape, out_type)
+
+
+@op("Size", same_dtype=False)
+def _size(x, out_type):
+    return np.asarray(x.size, out_type)
+
+
+no_gradient("Shape")
+no_gradient("Size")
+
+
+def _query(query, x, out_type):
+    """A shape query: a constant when the shape is known, else an op run with the graph."""
+    x = _any_tensor(x)
+    dims = tuple(x._value.shape)
+    if None not in dims:
+        return Tensor(np.asarray(dims if query is _shape else int(np.prod(dims, dtype=np.int64)), out_type))
+    return execute(query, (x,), {"out_type": out_type})
+
+
+def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The shape of `input` as a 1-D int32 (or int64) tensor."""
+    return _query(_shape, input, _shape_type(out_type, "Shape"))
+
+
+def shape_n(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The shapes of a list of tensors, as a list of 1-D tensors."""
+    np_type = _shape_type(out_type, "ShapeN")
+    return [_query(_shape, x, np_type) for x in input]
+
+
+def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The number of elements of `input` as a scalar int32 (or int64) tensor."""
+    return _query(_size, input, _shape_type(out_type, "Size"))
+
+
+def rank(input, name=None):  # noqa: A002
+    """The number of dimensions of `input` as a scalar int32 tensor."""
+    return Tensor(np.asarray(np.ndim(_any_tensor(input)._value), np.int32))
+
+
+__all__ = ["eye", "fill", "linspace", "meshgrid", "ones", "range", "rank", "shape", "shape_n", "size", "zeros"]

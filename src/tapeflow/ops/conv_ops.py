@@ -1,0 +1,553 @@
+"""Convolutions and pooling (`tf.nn.conv2d`, `max_pool2d`, ...), NHWC inside.
+
+Kernels are im2col: a strided window view of the padded input
+(`sliding_window_view`), copied once into a [positions, taps * channels]
+matrix and multiplied with the filter.  The adjoint (col2im) adds the columns
+back with one vectorized slice-add per kernel tap.
+
+As in TensorFlow, the gradients of Conv2D are the ops Conv2DBackpropInput and
+Conv2DBackpropFilter, each with its own gradient, so every order works; the
+same holds for MaxPool (MaxPoolGrad, MaxPoolGradGrad) and AvgPool (AvgPoolGrad).
+"""
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
+from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
+from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import array_ops
+
+_FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
+
+
+# -- geometry -------------------------------------------------------------------------
+# A spatial configuration is (size, ksize, stride, dilation, padding) per axis;
+# `_geometry` turns it into (output size, pad before, pad after).
+
+def _out_and_pads(size, k, stride, dilation, padding, type_):
+    eff = (k - 1) * dilation + 1
+    if isinstance(padding, tuple):
+        before, after = padding
+        out = (size + before + after - eff) // stride + 1
+    elif padding == "VALID":
+        before = after = 0
+        out = (size - eff) // stride + 1
+    else:  # SAME
+        out = -(-size // stride)
+        total = max((out - 1) * stride + eff - size, 0)
+        before, after = total // 2, total - total // 2
+    if out < 0:
+        raise ValueError(f"Computed output size would be negative: {out} [input_size: {size}, "
+                         f"effective_filter_size: {eff}, stride: {stride}]")
+    return out, before, after
+
+
+def _geometry(in_hw, k_hw, strides, dilations, padding, type_):
+    pads = padding if not isinstance(padding, str) else (padding, padding)
+    dims = [_out_and_pads(s, k, st, d, p, type_)
+            for s, k, st, d, p in zip(in_hw, k_hw, strides, dilations, pads, strict=True)]
+    return tuple(d[0] for d in dims), tuple((d[1], d[2]) for d in dims)
+
+
+def _windows(xp, k_hw, strides, dilations, out_hw):
+    """[N, OH, OW, KH, KW, C] strided view of the padded NHWC input."""
+    eff = [(k - 1) * d + 1 for k, d in zip(k_hw, dilations, strict=True)]
+    if 0 in out_hw:
+        return np.zeros((xp.shape[0], *out_hw, *k_hw, xp.shape[3]), xp.dtype)
+    v = sliding_window_view(xp, eff, axis=(1, 2))          # [N, H', W', C, EKH, EKW]
+    v = v[:, :out_hw[0] * strides[0]:strides[0], :out_hw[1] * strides[1]:strides[1], :, ::dilations[0], ::dilations[1]]
+    return v.transpose(0, 1, 2, 4, 5, 3)
+
+
+def _pad(x, pads, value=0):
+    if not any(p for pair in pads for p in pair):
+        return x
+    return np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)), constant_values=value)
+
+
+def _col2im(cols, in_shape, pads, strides, dilations):
+    """Adjoint of `_windows`: adds cols [N, OH, OW, KH, KW, C] back into an [N, H, W, C] array."""
+    n, oh, ow, kh, kw, c = cols.shape
+    (pt, pb), (pl, pr) = pads
+    out = np.zeros((n, in_shape[1] + pt + pb, in_shape[2] + pl + pr, c), cols.dtype)
+    sh, sw = strides
+    for i in range(kh):                  # one vectorized add per kernel tap
+        r = i * dilations[0]
+        for j in range(kw):
+            q = j * dilations[1]
+            out[:, r:r + sh * (oh - 1) + 1:sh, q:q + sw * (ow - 1) + 1:sw, :] += cols[:, :, :, i, j, :]
+    return out[:, pt:pt + in_shape[1], pl:pl + in_shape[2], :]
+
+
+def _attrs(op_):
+    return {k: op_.get_attr(k) for k in ("strides", "padding", "dilations")}
+
+
+# -- convolution ---------------------------------------------------------------------
+
+def _check_conv(x_shape, w_shape):
+    if len(x_shape) != 4:
+        raise ValueError(f"convolution input must be 4-dimensional: {list(x_shape)}")
+    if len(w_shape) != 4:
+        raise ValueError(f"convolution filter must be 4-dimensional: {list(w_shape)}")
+    if w_shape[2] == 0 or x_shape[3] % w_shape[2]:
+        raise ValueError(f"input depth must be evenly divisible by filter depth: {x_shape[3]} vs {w_shape[2]}")
+    if x_shape[3] != w_shape[2]:
+        raise ValueError(f"grouped convolutions (input depth {x_shape[3]}, filter depth {w_shape[2]}) are not "
+                         f"supported; use a filter of depth {x_shape[3]}")
+
+
+def _conv_forward(x, w, strides, padding, dilations):
+    _check_conv(x.shape, w.shape)
+    kh, kw, c, o = w.shape
+    out_hw, pads = _geometry(x.shape[1:3], (kh, kw), strides, dilations, padding, "Conv2D")
+    n = x.shape[0]
+    cols = _windows(_pad(x, pads), (kh, kw), strides, dilations, out_hw)
+    out = np.matmul(cols.reshape(n * out_hw[0] * out_hw[1], kh * kw * c), w.reshape(kh * kw * c, o))
+    return out.reshape(n, out_hw[0], out_hw[1], o)
+
+
+def _conv_backprop_input(input_sizes, w, dy, strides, padding, dilations):
+    in_shape = tuple(int(d) for d in input_sizes)
+    _check_conv(in_shape, w.shape)
+    kh, kw, c, o = w.shape
+    out_hw, pads = _geometry(in_shape[1:3], (kh, kw), strides, dilations, padding, "Conv2DBackpropInput")
+    if tuple(dy.shape[1:3]) != out_hw or dy.shape[0] != in_shape[0] or dy.shape[3] != o:
+        raise ValueError(f"Conv2DBackpropInput: size of out_backprop {list(dy.shape)} doesn't match the computed "
+                         f"{[in_shape[0], *out_hw, o]} for input {list(in_shape)} and filter {list(w.shape)}")
+    n = in_shape[0]
+    cols = np.matmul(dy.reshape(n * out_hw[0] * out_hw[1], o), w.reshape(kh * kw * c, o).T)
+    return _col2im(cols.reshape(n, out_hw[0], out_hw[1], kh, kw, c), in_shape, pads, strides, dilations)
+
+
+def _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
+    w_shape = tuple(int(d) for d in filter_sizes)
+    _check_conv(x.shape, w_shape)
+    kh, kw, c, o = w_shape
+    out_hw, pads = _geometry(x.shape[1:3], (kh, kw), strides, dilations, padding, "Conv2DBackpropFilter")
+    cols = _windows(_pad(x, pads), (kh, kw), strides, dilations, out_hw)
+    rows = x.shape[0] * out_hw[0] * out_hw[1]
+    dw = np.matmul(cols.reshape(rows, kh * kw * c).T, dy.reshape(rows, o))
+    return dw.reshape(w_shape)
+
+
+@op("Conv2D", dtypes=FLOATING_TYPES)
+def _conv2d(x, w, strides, padding, dilations):
+    return _conv_forward(x, w, strides, padding, dilations)
+
+
+@op("Conv2DBackpropInput", same_dtype=False)
+def _conv2d_backprop_input(input_sizes, w, dy, strides, padding, dilations):
+    return _conv_backprop_input(input_sizes, w, dy, strides, padding, dilations)
+
+
+@op("Conv2DBackpropFilter", same_dtype=False)
+def _conv2d_backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
+    return _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations)
+
+
+def _sizes(t):
+    return Tensor(np.asarray(t._value.shape, np.int32))
+
+
+@_conv2d.def_grad
+def _conv2d_grad(op, dy):
+    x, w = op.inputs                     # y = x * w:  dx = conv^T(dy, w),  dw = corr(x, dy)
+    attrs = _attrs(op)
+    return (execute(_conv2d_backprop_input, (_sizes(x), w, dy), attrs),
+            execute(_conv2d_backprop_filter, (x, _sizes(w), dy), attrs))
+
+
+@_conv2d_backprop_input.def_grad
+def _conv2d_backprop_input_grad(op, ddx):
+    _, w, dy = op.inputs                 # dx = conv^T(dy, w) is bilinear in (w, dy)
+    attrs = _attrs(op)
+    return (None,
+            execute(_conv2d_backprop_filter, (ddx, _sizes(w), dy), attrs),
+            execute(_conv2d, (ddx, w), attrs))
+
+
+@_conv2d_backprop_filter.def_grad
+def _conv2d_backprop_filter_grad(op, ddw):
+    x, _, dy = op.inputs                 # dw = corr(x, dy) is bilinear in (x, dy)
+    attrs = _attrs(op)
+    return (execute(_conv2d_backprop_input, (_sizes(x), ddw, dy), attrs),
+            None,
+            execute(_conv2d, (x, ddw), attrs))
+
+
+# -- argument normalization -------------------------------------------------------------
+
+def _spatial(value, what, n_spatial, channels_first, type_, default=None):
+    """Normalizes strides/dilations/ksize (int, list of 1, n or n + 2) to an n-tuple."""
+    if value is None:
+        value = default
+    if isinstance(value, Tensor):
+        value = value._value.tolist()
+    vals = [int(v) for v in (np.atleast_1d(np.asarray(value)).tolist())]
+    if len(vals) == 1:
+        return tuple(vals) * n_spatial
+    if len(vals) == n_spatial:
+        return tuple(vals)
+    if len(vals) == n_spatial + 2:
+        outer = (vals[0], vals[1]) if channels_first else (vals[0], vals[-1])
+        if outer != (1, 1):
+            raise UnimplementedError(None, type_, f"Current implementation does not yet support {what} in the batch "
+                                                  f"and depth dimensions. [Op:{type_}]")
+        return tuple(vals[2:]) if channels_first else tuple(vals[1:-1])
+    raise ValueError(f"`{what}` should be of length 1, {n_spatial} or {n_spatial + 2}. Received: {what}={value}")
+
+
+def _padding(padding, n_spatial, channels_first, type_, allow_explicit=True):
+    """'SAME' / 'VALID', or explicit [[before, after], ...] per dimension -> per-spatial pairs."""
+    if isinstance(padding, str):
+        if padding not in ("SAME", "VALID"):
+            raise InvalidArgumentError(None, type_, f"Value for attr 'padding' of \"{padding}\" is not in the list "
+                                                    f"of allowed values: \"SAME\", \"VALID\", \"EXPLICIT\"")
+        return padding
+    if not allow_explicit:
+        raise TypeError(f"Expected string for argument 'padding' not {padding!r}.")
+    pairs = [tuple(int(p) for p in pair) for pair in padding]
+    if len(pairs) != n_spatial + 2:
+        raise ValueError(f"When padding is a list, it must be of size {n_spatial + 2}. Received: "
+                         f"padding={padding} of size {len(pairs)}")
+    outer = (pairs[0], pairs[1]) if channels_first else (pairs[0], pairs[-1])
+    if any(p for pair in outer for p in pair):
+        raise InvalidArgumentError(None, type_, f"Nonzero explicit padding in the batch or depth dimensions is not "
+                                                f"supported [Op:{type_}]")
+    if any(p < 0 for pair in pairs for p in pair):
+        raise InvalidArgumentError(None, type_, f"All elements of explicit_paddings must be nonnegative [Op:{type_}]")
+    return tuple(pairs[2:]) if channels_first else tuple(pairs[1:-1])
+
+
+def _check_positive(vals, what, type_):
+    if any(v <= 0 for v in vals):
+        raise InvalidArgumentError(None, type_, f"{what} should be larger than 0, got {list(vals)} [Op:{type_}]")
+
+
+def _channels_first(data_format, allowed):
+    if data_format is None:
+        return False
+    if data_format not in allowed:
+        raise ValueError(f"`data_format` must be one of {allowed}. Received: data_format={data_format!r}")
+    return data_format.startswith("NC")
+
+
+def _to_nhwc(x, channels_first):
+    return array_ops.transpose(x, (0, 2, 3, 1)) if channels_first else x
+
+
+def _from_nhwc(y, channels_first):
+    return array_ops.transpose(y, (0, 3, 1, 2)) if channels_first else y
+
+
+def _same_dtype_pair(x, w, type_):
+    """Input and filter as tensors of one floating dtype (TensorFlow's `T`)."""
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    w = w if type(w) is Tensor else convert_to_tensor(w, dtype=None if hasattr(w, "_as_tensor") else x.dtype)
+    if x._value.dtype not in _FLOAT_NP:
+        raise InvalidArgumentError(None, type_, f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed "
+                                                f"values: half, bfloat16, float, double [Op:{type_}]")
+    if w._value.dtype != x._value.dtype:
+        raise InvalidArgumentError(None, type_, f"cannot compute {type_} as input #1(zero-based) was expected to be a "
+                                                f"{x.dtype.name} tensor but is a {w.dtype.name} tensor [Op:{type_}]")
+    return x, w
+
+
+# -- public convolutions ----------------------------------------------------------------
+
+def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None, name=None):  # noqa: A002
+    """2-D convolution (cross-correlation) of NHWC `input` with HWIO `filters`.
+
+    Args:
+      input: [batch..., H, W, C] (or [N, C, H, W] with data_format "NCHW").
+      filters: [KH, KW, C, O].
+      strides, dilations: an int or a list of 1, 2 or 4 ints.
+      padding: "SAME", "VALID" or explicit [[0, 0], [top, bottom], [left, right], [0, 0]].
+
+    Raises:
+      InvalidArgumentError: bad ranks, mismatched channels, non-positive strides.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.conv2d(tf.ones([1, 4, 4, 2]), tf.ones([3, 3, 2, 5]), 1, "SAME").shape
+    TensorShape([1, 4, 4, 5])
+    """
+    cf = _channels_first(data_format, ("NHWC", "NCHW"))
+    x, w = _same_dtype_pair(input, filters, "Conv2D")
+    strides = _spatial(strides, "strides", 2, cf, "Conv2D")
+    dilations = _spatial(dilations, "dilations", 2, cf, "Conv2D", default=1)
+    _check_positive(strides, "Row and column strides", "Conv2D")
+    _check_positive(dilations, "Dilation rates", "Conv2D")
+    padding = _padding(padding, 2, cf, "Conv2D")
+    shape = x._value.shape
+    batch = None
+    if not cf and len(shape) > 4:        # extra leading batch dimensions
+        batch = shape[:-3]
+        x = array_ops.reshape(x, (-1,) + shape[-3:])
+    y = execute(_conv2d, (_to_nhwc(x, cf) if len(shape) == 4 else x, w),
+                {"strides": strides, "padding": padding, "dilations": dilations})
+    if batch is not None:
+        return array_ops.reshape(y, batch + y._value.shape[1:])
+    return _from_nhwc(y, cf)
+
+
+def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, name=None):  # noqa: A002
+    """1-D convolution of [N, W, C] `input` with [K, C, O] `filters` (a conv2d of height 1)."""
+    cf = _channels_first(data_format, ("NWC", "NCW"))
+    x, w = _same_dtype_pair(input, filters, "Conv2D")
+    stride = _spatial(stride, "strides", 1, cf, "Conv2D")
+    dilations = _spatial(dilations, "dilations", 1, cf, "Conv2D", default=1)
+    if not isinstance(padding, str):
+        padding = [[0, 0]] + [list(p) for p in padding] if len(padding) == 3 else padding
+    xs, ws = x._value.shape, w._value.shape
+    if len(xs) != 3:
+        raise InvalidArgumentError(None, "Conv2D", f"convolution input must be 4-dimensional: {[xs[0] if xs else 1, 1, *xs[1:]]} [Op:Conv2D]")
+    if len(ws) != 3:
+        raise InvalidArgumentError(None, "Conv2D", f"convolution filter must be 4-dimensional: {[1, *ws]} [Op:Conv2D]")
+    if cf:
+        x = array_ops.transpose(x, (0, 2, 1))
+        if not isinstance(padding, str):
+            padding = [padding[0], padding[2], padding[1]]
+        cf = False
+    x4 = array_ops.reshape(x, (x._value.shape[0], 1) + x._value.shape[1:])
+    w4 = array_ops.reshape(w, (1,) + ws)
+    pad4 = padding if isinstance(padding, str) else [[0, 0], [0, 0]] + [list(p) for p in padding[1:]]
+    y = conv2d(x4, w4, [1, 1, stride[0], 1], pad4, dilations=[1, 1, dilations[0], 1])
+    y = array_ops.reshape(y, (y._value.shape[0],) + y._value.shape[2:])
+    return array_ops.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
+
+
+def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NHWC",  # noqa: A002
+                     dilations=None, name=None):
+    """The transpose (gradient) of conv2d: maps [N, H, W, O] `input` to `output_shape` [N, H', W', C].
+
+    `filters` is [KH, KW, C, O] (output channels third, as for conv2d's input).
+
+    Raises:
+      InvalidArgumentError: `input` is not the conv2d output size of `output_shape`.
+    """
+    cf = _channels_first(data_format, ("NHWC", "NCHW"))
+    x, w = _same_dtype_pair(input, filters, "Conv2DBackpropInput")
+    strides = _spatial(strides, "strides", 2, cf, "Conv2DBackpropInput")
+    dilations = _spatial(dilations, "dilations", 2, cf, "Conv2DBackpropInput", default=1)
+    _check_positive(strides, "Row and column strides", "Conv2DBackpropInput")
+    padding = _padding(padding, 2, cf, "Conv2DBackpropInput")
+    out_shape = output_shape._value.tolist() if isinstance(output_shape, Tensor) else list(output_shape)
+    if len(out_shape) != 4:
+        raise InvalidArgumentError(None, "Conv2DBackpropInput", f"Conv2DBackpropInput requires input_sizes to contain "
+                                   f"4 values or 2 values, but got: {len(out_shape)} [Op:Conv2DBackpropInput]")
+    if cf:
+        out_shape = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
+    sizes = Tensor(np.asarray(out_shape, np.int32))
+    y = execute(_conv2d_backprop_input, (sizes, w, _to_nhwc(x, cf)),
+                {"strides": strides, "padding": padding, "dilations": dilations})
+    return _from_nhwc(y, cf)
+
+
+# -- pooling ------------------------------------------------------------------------------
+
+_NO_DILATION = (1, 1)
+
+
+def _pool_windows(x, ksize, strides, padding, fill, type_):
+    if x.ndim != 4:
+        raise ValueError(f"{type_} input must be 4-dimensional [N, H, W, C], got shape {list(x.shape)}")
+    out_hw, pads = _geometry(x.shape[1:3], ksize, strides, _NO_DILATION, padding, type_)
+    return _windows(_pad(x, pads, fill), ksize, strides, _NO_DILATION, out_hw), out_hw, pads
+
+
+def _lowest(dtype):
+    return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
+
+
+def _argmax_flat(x, ksize, strides, padding):
+    """Flat index into x of each window's first maximum, shaped [N, OH, OW, C] (MaxPoolGrad's routing)."""
+    windows, (oh, ow), ((pt, _), (pl, _)) = _pool_windows(x, ksize, strides, padding, _lowest(x.dtype), "MaxPoolGrad")
+    n, _, _, kh, kw, c = windows.shape
+    k = windows.reshape(n, oh, ow, kh * kw, c).argmax(axis=3)
+    h, w = x.shape[1], x.shape[2]
+    rows = np.clip((np.arange(oh) * strides[0] - pt)[:, None, None] + k // kw, 0, h - 1)
+    cols = np.clip((np.arange(ow) * strides[1] - pl)[:, None] + k % kw, 0, w - 1)
+    return ((np.arange(n)[:, None, None, None] * h + rows) * w + cols) * c + np.arange(c)
+
+
+@op("MaxPool", dtypes=REAL_TYPES)
+def _max_pool(x, ksize, strides, padding):
+    windows, out_hw, _ = _pool_windows(x, ksize, strides, padding, _lowest(x.dtype), "MaxPool")
+    if 0 in windows.shape[3:5] or 0 in out_hw:
+        return np.zeros((x.shape[0], *out_hw, x.shape[3]), x.dtype)
+    return windows.max(axis=(3, 4))
+
+
+@op("MaxPoolGrad", dtypes=FLOATING_TYPES)
+def _max_pool_grad(x, y, dy, ksize, strides, padding):
+    flat = _argmax_flat(x, ksize, strides, padding)
+    dx = np.bincount(flat.ravel(), weights=dy.ravel(), minlength=x.size)
+    return dx.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+@op("MaxPoolGradGrad", dtypes=FLOATING_TYPES)
+def _max_pool_grad_grad(x, y, ddx, ksize, strides, padding):
+    return ddx.ravel()[_argmax_flat(x, ksize, strides, padding)]
+
+
+def _pool_attrs(op_):
+    return {k: op_.get_attr(k) for k in ("ksize", "strides", "padding")}
+
+
+def _zeros_of(t):
+    return Tensor(np.zeros(t._value.shape, t._value.dtype))
+
+
+@_max_pool.def_grad(uses_outputs=True)
+def _max_pool_grad_fn(op, dy):
+    x, y = op.inputs[0], op.outputs[0]   # each window's gradient goes to its (first) maximum
+    return execute(_max_pool_grad, (x, y, dy), _pool_attrs(op))
+
+
+@_max_pool_grad.def_grad
+def _max_pool_grad_grad_fn(op, ddx):
+    x, y, _ = op.inputs                  # linear in dy: its adjoint gathers at the maxima
+    return _zeros_of(x), _zeros_of(y), execute(_max_pool_grad_grad, (x, y, ddx), _pool_attrs(op))
+
+
+@_max_pool_grad_grad.def_grad
+def _max_pool_grad_grad_grad_fn(op, dy):
+    x, y, _ = op.inputs                  # linear in ddx: its adjoint scatters to the maxima
+    return _zeros_of(x), _zeros_of(y), execute(_max_pool_grad, (x, y, dy), _pool_attrs(op))
+
+
+def _window_counts(in_hw, ksize, strides, padding):
+    """[OH, OW] number of real (unpadded) elements in each window."""
+    out_hw, pads = _geometry(in_hw, ksize, strides, _NO_DILATION, padding, "AvgPool")
+    per_axis = []
+    for size, k, st, o, (before, _) in zip(in_hw, ksize, strides, out_hw, pads, strict=True):
+        start = np.arange(o) * st - before
+        per_axis.append(np.minimum(start + k, size) - np.maximum(start, 0))
+    return per_axis[0][:, None] * per_axis[1][None, :]
+
+
+@op("AvgPool", dtypes=FLOATING_TYPES)
+def _avg_pool(x, ksize, strides, padding):
+    windows, out_hw, _ = _pool_windows(x, ksize, strides, padding, 0, "AvgPool")
+    counts = _window_counts(x.shape[1:3], ksize, strides, padding)
+    return (windows.sum(axis=(3, 4)) / counts[None, :, :, None].astype(x.dtype)).astype(x.dtype, copy=False)
+
+
+@op("AvgPoolGrad", same_dtype=False)
+def _avg_pool_grad(input_shape, dy, ksize, strides, padding):
+    shape = tuple(int(d) for d in input_shape)
+    out_hw, pads = _geometry(shape[1:3], ksize, strides, _NO_DILATION, padding, "AvgPoolGrad")
+    share = dy / _window_counts(shape[1:3], ksize, strides, padding)[None, :, :, None].astype(dy.dtype)
+    cols = np.broadcast_to(share[:, :, :, None, None, :], (shape[0], *out_hw, *ksize, shape[3]))
+    return _col2im(cols, shape, pads, strides, _NO_DILATION).astype(dy.dtype, copy=False)
+
+
+@_avg_pool.def_grad
+def _avg_pool_grad_fn(op, dy):
+    x = op.inputs[0]                     # each window's gradient is shared by its real elements
+    return execute(_avg_pool_grad, (_sizes(x), dy), _pool_attrs(op))
+
+
+@_avg_pool_grad.def_grad
+def _avg_pool_grad_grad_fn(op, ddx):
+    return None, execute(_avg_pool, (ddx,), _pool_attrs(op))   # AvgPoolGrad is AvgPool's adjoint
+
+
+def _pool(kernel, input, ksize, strides, padding, data_format, explicit_ok):  # noqa: A002
+    type_ = kernel.type
+    cf = _channels_first(data_format, ("NHWC", "NCHW"))
+    x = input if type(input) is Tensor else convert_to_tensor(input)
+    ksize = _spatial(ksize, "ksize", 2, cf, type_)
+    strides = _spatial(strides, "strides", 2, cf, type_)
+    if any(k <= 0 for k in ksize):
+        raise InvalidArgumentError(None, type_, f"Sliding window ksize must be positive. The specified or inferred "
+                                                f"ksize is: 1,{ksize[0]},{ksize[1]},1 [Op:{type_}]")
+    if any(st <= 0 for st in strides):
+        raise InvalidArgumentError(None, type_, f"Stride must be > 0, but got {min(strides)} [Op:{type_}]")
+    padding = _padding(padding, 2, cf, type_, allow_explicit=explicit_ok)
+    if not isinstance(padding, str):
+        for (before, after), k in zip(padding, ksize, strict=True):
+            if before >= k or after >= k:
+                side, val = ("Left", before) if before >= k else ("Right", after)
+                raise InvalidArgumentError(None, type_, f"{side} padding {val} needs to be smaller than the window "
+                                                        f"size {k} [Op:{type_}]")
+    if x._value.ndim != 4:
+        raise InvalidArgumentError(None, type_, f"input must be 4-dimensional, got shape {list(x._value.shape)} "
+                                                f"[Op:{type_}]")
+    y = execute(kernel, (_to_nhwc(x, cf),), {"ksize": ksize, "strides": strides, "padding": padding})
+    return _from_nhwc(y, cf)
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """Maximum over ksize windows of an NHWC tensor.
+
+    Args:
+      ksize, strides: an int or a list of 1, 2 or 4 ints.
+      padding: "SAME", "VALID" or explicit [[0, 0], [top, bottom], [left, right], [0, 0]].
+
+    The gradient goes to the first maximum of each window.
+
+    >>> import tapeflow as tf
+    >>> tf.nn.max_pool2d(tf.reshape(tf.constant([1.0, 5.0, 3.0, 2.0]), [1, 2, 2, 1]), 2, 2, "VALID").numpy().ravel()
+    array([5.], dtype=float32)
+    """
+    return _pool(_max_pool, input, ksize, strides, padding, data_format, explicit_ok=True)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    """Mean over ksize windows of an NHWC tensor; SAME windows average only real elements."""
+    return _pool(_avg_pool, input, ksize, strides, padding, data_format, explicit_ok=False)
+
+
+def _pool1d(fn, input, ksize, strides, padding, data_format):  # noqa: A002
+    cf = _channels_first(data_format, ("NWC", "NCW"))
+    x = input if type(input) is Tensor else convert_to_tensor(input)
+    if x._value.ndim != 3:
+        raise ValueError(f"input must be 3-dimensional [N, W, C], got shape {list(x._value.shape)}")
+    if cf:
+        x = array_ops.transpose(x, (0, 2, 1))
+    if not isinstance(padding, str):
+        padding = [[0, 0], [0, 0]] + [list(p) for p in (padding[1:] if not cf else [padding[2], padding[1]])]
+    k = _spatial(ksize, "ksize", 1, cf, "MaxPool")
+    st = _spatial(strides, "strides", 1, cf, "MaxPool")
+    y = fn(array_ops.reshape(x, (x._value.shape[0], 1) + x._value.shape[1:]), (1, k[0]), (1, st[0]), padding)
+    y = array_ops.reshape(y, (y._value.shape[0],) + y._value.shape[2:])
+    return array_ops.transpose(y, (0, 2, 1)) if cf else y
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Maximum over windows of an NWC tensor (max_pool2d of height 1)."""
+    return _pool1d(max_pool2d, input, ksize, strides, padding, data_format)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Mean over windows of an NWC tensor (avg_pool2d of height 1)."""
+    return _pool1d(avg_pool2d, input, ksize, strides, padding, data_format)
+
+
+def _pool_nd(fn2d, fn1d, input, ksize, strides, padding, data_format):  # noqa: A002
+    rank = (input if isinstance(input, Tensor) else convert_to_tensor(input))._value.ndim
+    if rank == 4:
+        return fn2d(input, ksize, strides, padding, data_format or "NHWC")
+    if rank == 3:
+        return fn1d(input, ksize, strides, padding, data_format or "NWC")
+    raise ValueError(f"`input.shape.rank` must be 3 or 4 (3-D pooling is not supported). Received: rank={rank}")
+
+
+def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """max_pool1d or max_pool2d, chosen by the rank of `input`."""
+    return _pool_nd(max_pool2d, max_pool1d, input, ksize, strides, padding, data_format)
+
+
+def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
+    """avg_pool1d or avg_pool2d, chosen by the rank of `input`."""
+    return _pool_nd(avg_pool2d, avg_pool1d, input, ksize, strides, padding, data_format)
+
+
+NN_NAMES = ("conv1d", "conv2d", "conv2d_transpose", "max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d",
+            "max_pool", "avg_pool")
+__all__ = []

@@ -1,0 +1,228 @@
+"""Einstein summation (`tf.einsum`) and `tf.tensordot`.
+
+Note [canonical einsum]: `einsum` checks the equation against the operands
+and rewrites it without ellipses: each broadcast dimension gets a letter of
+its own (and an operand's size-1 dimension broadcast against a larger one
+gets a fresh letter that is summed away).  The "Einsum" op only ever sees
+such letter-only equations, which makes its gradient a plain einsum of the
+output gradient with the other operands; labels an operand repeats (a
+diagonal) or sums on its own are restored with a reshape, a broadcast and a
+constant diagonal mask.
+"""
+
+import functools
+import re
+import string
+
+import numpy as np
+
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import convert_inputs, execute, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+
+_LETTERS = string.ascii_letters
+_FORMAT = re.compile(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$")
+
+
+@functools.lru_cache(maxsize=256)
+def _path(equation, shapes):
+    """NumPy's contraction order for an equation and shapes (cached: computing it is slow)."""
+    if len(shapes) < 3:
+        return True
+    arrays = [np.empty(s) for s in shapes]
+    return np.einsum_path(equation, *arrays, optimize="greedy")[0]
+
+
+@op("Einsum")
+def _einsum(*xs, equation):
+    return np.asarray(np.einsum(equation, *xs, optimize=_path(equation, tuple(x.shape for x in xs))))
+
+
+@_einsum.def_grad
+def _einsum_grad(op, dy):
+    from tapeflow.ops import math_ops
+    inputs, out = op.get_attr("equation").split("->")
+    subs = inputs.split(",")
+    dy = dy if type(dy) is Tensor else convert_to_tensor(dy)
+    skip = op.skip_input_indices
+    grads = []
+    for k, x in enumerate(op.inputs):
+        if k in skip:
+            grads.append(None)
+            continue
+        others = [math_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
+        other_subs = [s for j, s in enumerate(subs) if j != k]
+        grads.append(_operand_grad(dy, out, others, other_subs, subs[k], x._value.shape))
+    return grads
+
+
+def _operand_grad(dy, out, others, other_subs, own, shape):
+    """The gradient of one operand with subscripts `own` and `shape` (Note [canonical einsum])."""
+    from tapeflow.ops import array_ops
+    size = dict(zip(own, shape, strict=True))
+    reachable = set(out).union(*other_subs)
+    unique = "".join(dict.fromkeys(own))                 # labels in first-occurrence order
+    kept = "".join(c for c in unique if c in reachable)
+    g = _einsum_op(",".join([out] + other_subs) + "->" + kept, [dy] + others)
+    if kept != unique:                                   # labels only this operand summed over
+        g = array_ops.broadcast_to(array_ops.reshape(g, tuple(size[c] if c in kept else 1 for c in unique)),
+                                   tuple(size[c] for c in unique))
+    if unique != own:                                    # repeated labels: place g on the diagonal
+        firsts = [own.index(c) == p for p, c in enumerate(own)]
+        g = array_ops.reshape(g, tuple(d if first else 1 for d, first in zip(shape, firsts, strict=True)))
+        g = array_ops.broadcast_to(g, shape) * Tensor(_diagonal_mask(own, shape).astype(g._value.dtype))
+    return g
+
+
+def _diagonal_mask(subs, shape):
+    """1 where the indices of each repeated label agree, else 0."""
+    mask = np.ones(shape, bool)
+    for c in set(subs):
+        axes = [p for p, s in enumerate(subs) if s == c]
+        for a in axes[1:]:
+            view = [1] * len(shape)
+            view[axes[0]] = shape[axes[0]]
+            first = np.arange(shape[axes[0]]).reshape(view)
+            view = [1] * len(shape)
+            view[a] = shape[a]
+            mask &= first == np.arange(shape[a]).reshape(view)
+    return mask
+
+
+def _einsum_op(equation, xs):
+    return execute(_einsum, xs, {"equation": equation})
+
+
+def einsum(equation, *inputs, **kwargs):
+    """Tensor contraction in Einstein notation, e.g. "ij,jk->ik" (matmul), "ii->i" (diagonal), "ii" (trace).
+
+    Labels are letters; "..." stands for broadcast dimensions; without "->"
+    the output holds the labels used once, sorted (after "..." when exactly
+    one operand has it). Differentiable in every operand.
+
+    Raises:
+      ValueError: a malformed equation or the wrong number of operands.
+      InvalidArgumentError: ranks or dimensions that do not fit the equation.
+
+    >>> import tapeflow as tf
+    >>> tf.einsum("ij,j->i", tf.ones([2, 3]), tf.constant([1.0, 2.0, 3.0])).numpy()
+    array([6., 6.], dtype=float32)
+    """
+    kwargs.pop("name", None)
+    kwargs.pop("optimize", None)
+    if kwargs:
+        raise TypeError(f"Invalid keyword arguments for einsum: {', '.join(kwargs)}")
+    xs = convert_inputs(inputs)
+    canonical = _canonical(equation, tuple(tuple(x._value.shape) for x in xs))
+    return _einsum_op(canonical, xs)
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical(equation, shapes):
+    """The letters-only equation of `equation` for operands of `shapes` (Note [canonical einsum])."""
+    eq = equation.replace(" ", "")
+    match = _FORMAT.match(eq)
+    if not match or any(s.replace("...", "").count(".") for s in re.split(",|->", eq)):
+        raise ValueError(f"Subscripts have incorrect format: {equation}")
+    subs = match.group(1).split(",")
+    if len(subs) != len(shapes):
+        raise ValueError(f'Got {len(shapes)} inputs for equation "{equation}", expecting {len(subs)}')
+    if any(s.count("...") > 1 for s in subs):
+        raise ValueError(f"Subscripts have incorrect format: {equation}")
+    labels = "".join(s.replace("...", "") for s in subs)
+    if match.group(2) is None:
+        with_ellipsis = sum("..." in s for s in subs)
+        out = ("..." if with_ellipsis == 1 else "") + "".join(c for c in sorted(set(labels)) if labels.count(c) == 1)
+    else:
+        out = match.group(2)[2:]
+        for c in out.replace("...", ""):
+            if c not in labels:
+                raise ValueError(f"Output subscripts contain the label {c} not present in the input subscripts.")
+            if out.count(c) > 1:
+                raise ValueError(f"Output subscripts contain a label appearing more than once: {equation}")
+    spare = iter(c for c in _LETTERS if c not in labels)
+    sizes, ell_shapes = {}, []
+    for k, (s, shape) in enumerate(zip(subs, shapes, strict=True)):
+        named = len(s.replace("...", ""))
+        if len(shape) < named or ("..." not in s and len(shape) != named):
+            raise InvalidArgumentError(None, "Einsum", f"Expected input {k} to have rank {named} but got: "
+                                       f"{len(shape)} [Op:Einsum]")
+        pos = s.find("...")
+        n_ell = len(shape) - named
+        ell_shapes.append(tuple(shape[pos:pos + n_ell]) if pos >= 0 else ())
+        named_dims = shape[:pos] + shape[pos + n_ell:] if pos >= 0 else shape
+        for axis, (c, d) in enumerate(zip(s.replace("...", ""), named_dims, strict=True)):
+            if sizes.setdefault(c, d) != d:
+                raise InvalidArgumentError(None, "Einsum", f"Expected dimension {sizes[c]} at axis {axis} of the "
+                                           f"input shaped {list(shape)} but got dimension {d} [Op:Einsum]")
+    try:
+        broadcast = np.broadcast_shapes(*ell_shapes)
+    except ValueError:
+        raise InvalidArgumentError(None, "Einsum", "Operands' ellipsis dimensions do not broadcast: "
+                                   + " vs. ".join(str(list(s)) for s in ell_shapes) + " [Op:Einsum]") from None
+    if broadcast and "..." not in out:
+        raise InvalidArgumentError(None, "Einsum", f"Output contains {len(broadcast)} broadcasting dimension(s) but "
+                                   "no ellipsis (...) was found in the output subscripts. [Op:Einsum]")
+    ell = "".join(next(spare) for _ in broadcast)
+    canonical = []
+    for s, es in zip(subs, ell_shapes, strict=True):
+        own = ell[len(ell) - len(es):] if es else ""
+        own = "".join(next(spare) if d == 1 and broadcast[len(broadcast) - len(es) + i] != 1 else c
+                      for i, (c, d) in enumerate(zip(own, es, strict=True)))
+        canonical.append(s.replace("...", own))
+    return ",".join(canonical) + "->" + out.replace("...", ell)
+
+
+def tensordot(a, b, axes, name=None):
+    """Sums products over `axes`: an int N pairs a's last N axes with b's first N; a pair of
+    lists pairs a's axes[0] with b's axes[1].
+
+    Raises:
+      ValueError: malformed `axes`, or more axes than dimensions.
+      InvalidArgumentError: paired dimensions of different sizes.
+
+    >>> import tapeflow as tf
+    >>> tf.tensordot(tf.ones([2, 3]), tf.ones([3, 4]), 1).shape
+    TensorShape([2, 4])
+    """
+    x, y = convert_inputs([a, b])
+    ra, rb = x._value.ndim, y._value.ndim
+    a_axes, b_axes = _tensordot_axes(axes, x, ra, rb)
+    letters = iter(_LETTERS)
+    sa = [next(letters) for _ in range(ra)]
+    sb = [next(letters) for _ in range(rb)]
+    for i, j in zip(a_axes, b_axes, strict=True):
+        sb[j] = sa[i]
+        if x._value.shape[i] != y._value.shape[j]:
+            raise InvalidArgumentError(None, "Einsum", f"Matrix size-incompatible: dimension {i} of a "
+                                       f"{list(x._value.shape)} and dimension {j} of b {list(y._value.shape)} "
+                                       "must agree [Op:Einsum]")
+    out = [c for i, c in enumerate(sa) if i not in a_axes] + [c for j, c in enumerate(sb) if j not in b_axes]
+    return _einsum_op("".join(sa) + "," + "".join(sb) + "->" + "".join(out), [x, y])
+
+
+def _tensordot_axes(axes, x, ra, rb):
+    """`axes` as two lists of non-negative axes of a and b."""
+    if isinstance(axes, Tensor):
+        axes = np.asarray(axes._value).tolist()
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0:
+            raise ValueError(f"`axes` must be at least 0. Received: {n}.")
+        if n > ra or n > rb:
+            raise ValueError(f"`axes` must not be larger than the number of dimensions of tensor {x}.  "
+                             f"Received {n}, vs tensor dimensions {min(ra, rb)}.")
+        return list(range(ra - n, ra)), list(range(n))
+    if not isinstance(axes, (list, tuple)) or len(axes) != 2:
+        raise ValueError(f"`axes` must be an integer or have length 2. Received {axes}.")
+    pair = [[int(v)] if isinstance(v, (int, np.integer)) else [int(w) for w in v] for v in axes]
+    if len(pair[0]) != len(pair[1]):
+        raise ValueError(f"Different number of contraction axes `a` and `b`, {len(pair[0])} != {len(pair[1])}.")
+    for ax, r in zip(pair, (ra, rb), strict=True):
+        for v in ax:
+            if not -r <= v < r:
+                raise ValueError(f"Contraction axis {v} is out of range for a tensor of rank {r}.")
+    return [v % ra for v in pair[0]], [v % rb for v in pair[1]]
+
+
+__all__ = ["einsum", "tensordot"]

@@ -1,0 +1,557 @@
+"""Reductions (`tf.reduce_*`), arg-reductions, scans (`cumsum`, `cumprod`,
+`cumulative_logsumexp`) and `top_k`.
+
+Reduction kernels take a normalized `axis` attr (a sorted tuple of
+non-negative ints) and `keepdims`; their gradients first reshape the output
+gradient to the kept-dims shape and broadcast it back over the input.
+See Note [module split] in math_ops.py for the imports from math_ops.
+"""
+
+import collections
+
+import numpy as np
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import array_ops
+from tapeflow.ops.grad_util import reduction_grad
+from tapeflow.ops.math_ops import (
+    _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
+    where, zeros_like,
+)
+from tapeflow.ops.unary_ops import exp, log, sqrt, square
+
+_HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
+
+
+def _tensor(x):
+    return x if type(x) is Tensor else convert_to_tensor(x)
+
+
+def _axes(axis, rank, op_type="Sum"):
+    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow."""
+    if axis is None:
+        return tuple(range(rank))
+    if isinstance(axis, Tensor):
+        if axis._value.dtype not in (np.int32, np.int64):
+            raise TypeError(f"axis must be an int32 or int64 tensor, got {axis.dtype.name}.")
+        axis = np.asarray(axis._value).reshape(-1).tolist()
+    elif isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"Cannot convert {a!r} to EagerTensor of dtype int32")
+        a = int(a)
+        if not -rank <= a < rank:
+            raise InvalidArgumentError(None, op_type, f"Invalid reduction dimension ({a} for input with {rank} "
+                                       f"dimension(s) [Op:{op_type}]")
+        a %= rank
+        if a in out:
+            raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
+                                       f"dimension: {a} [Op:{op_type}]")
+        out.append(a)
+    return tuple(sorted(out))
+
+
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _expand_to_input(op, dy):
+    """The output gradient broadcast back to the input's shape (`dy` reshaped to kept dims first)."""
+    return reduction_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))
+
+
+def _kept(op, t):
+    """An output-shaped tensor reshaped to the kept-dims shape (for broadcasting against the input)."""
+    if op.get_attr("keepdims"):
+        return t
+    shape, axes = op.inputs[0]._value.shape, op.get_attr("axis")
+    if None not in shape:
+        return array_ops.reshape(t, _kept_shape(shape, axes))
+    for a in axes:                                      # unknown dimensions (graphs): insert the axes
+        t = array_ops.expand_dims(t, a)
+    return t
+
+
+def _reduce(kernel, input_tensor, axis, keepdims):
+    x = _tensor(input_tensor)
+    return execute(kernel, (x,), {"axis": _axes(axis, x._value.ndim, kernel.type), "keepdims": bool(keepdims)})
+
+
+# -- sum and mean ----------------------------------------------------------------------
+
+@op("Sum", dtypes=NUMERIC_TYPES)
+def _sum(x, axis, keepdims):
+    if x.dtype in _HALF:
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@_sum.def_grad
+def _sum_grad(op, dy):
+    return _expand_to_input(op, dy)                     # each input element gets the sum's gradient
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes when None; an int, a list or an int tensor; negative counts from the end).
+
+    Raises:
+      InvalidArgumentError: an axis is out of range or repeated, or the dtype is bool.
+
+    >>> import tapeflow as tf
+    >>> tf.reduce_sum(tf.ones([2, 3]), axis=1).numpy()
+    array([3., 3.], dtype=float32)
+    """
+    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
+    rank = x._value.ndim
+    axes = tuple(range(rank)) if axis is None else _axes(axis, rank, "Sum")
+    return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+@op("Mean", dtypes=NUMERIC_TYPES)
+def _mean(x, axis, keepdims):
+    n = _count(x.shape, axis)
+    if x.dtype.kind in "iu":                            # integer means truncate toward zero
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+        n = x.dtype.type(max(n, 1))
+        return np.where(total < 0, -(-total // n), total // n).astype(x.dtype)
+    acc = np.dtype(np.float32) if x.dtype in _HALF else x.dtype
+    with np.errstate(invalid="ignore", divide="ignore"):          # empty means are NaN
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=acc)
+        return (total / acc.type(n)).astype(x.dtype, copy=False)
+
+
+@_mean.def_grad
+def _mean_grad(op, dy):
+    x = op.inputs[0]                                    # each element gets dy / (number averaged)
+    n = max(_count(x._value.shape, op.get_attr("axis")), 1)
+    return _expand_to_input(op, dy) / Tensor(np.asarray(n, dy._value.dtype))
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over `axis`; integer inputs give integer means truncated toward zero, like TensorFlow.
+
+    >>> import tapeflow as tf
+    >>> tf.reduce_mean(tf.constant([[1.0, 2.0], [3.0, 4.0]]), axis=0).numpy()
+    array([2., 3.], dtype=float32)
+    """
+    return _reduce(_mean, input_tensor, axis, keepdims)
+
+
+# -- product -------------------------------------------------------------------------
+
+@op("Prod", dtypes=NUMERIC_TYPES)
+def _prod(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@_prod.def_grad
+def _prod_grad(op, dy):
+    # d prod / d x_i = (product of the elements before i) * (product after i): two
+    # exclusive cumprods over the reduced axes moved to the front; exact with zeros.
+    x = op.inputs[0]
+    shape, axes = x._value.shape, op.get_attr("axis")
+    others = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = axes + others
+    moved = array_ops.transpose(x, perm)
+    flat = array_ops.reshape(moved, (_count(shape, axes), _count(shape, others)))
+    left = cumprod(flat, axis=0, exclusive=True)
+    right = cumprod(flat, axis=0, exclusive=True, reverse=True)
+    partial = array_ops.reshape(conj(left) * conj(right), moved._value.shape)
+    partial = array_ops.transpose(partial, tuple(np.argsort(perm).tolist()))
+    return _expand_to_input(op, dy) * partial
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """Product over `axis` (1 for empty reductions)."""
+    return _reduce(_prod, input_tensor, axis, keepdims)
+
+
+# -- max and min -----------------------------------------------------------------------
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" or dtype in _HALF else np.iinfo(dtype).min
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" or dtype in _HALF else np.iinfo(dtype).max
+
+
+@op("Max", dtypes=REAL_TYPES)
+def _max(x, axis, keepdims):
+    if x.size == 0:                                     # empty reductions give the lowest value
+        return np.max(x, axis=axis, keepdims=keepdims, initial=_lowest(x.dtype))
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+@op("Min", dtypes=REAL_TYPES)
+def _min(x, axis, keepdims):
+    if x.size == 0:
+        return np.min(x, axis=axis, keepdims=keepdims, initial=_highest(x.dtype))
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def _min_or_max_grad(op, dy):
+    # The gradient goes to the elements equal to the result, split evenly among ties.
+    x = op.inputs[0]
+    chosen = cast(equal(_kept(op, op.outputs[0]), x), dy._value.dtype)
+    count = execute(_sum, (chosen,), {"axis": op.get_attr("axis"), "keepdims": True})
+    return chosen / count * _kept(op, dy)
+
+
+_max.def_grad(_min_or_max_grad, uses_outputs=True)
+_min.def_grad(_min_or_max_grad, uses_outputs=True)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    """Maximum over `axis`; NaN propagates; empty reductions give -inf (or the dtype's lowest).
+
+    The gradient is split evenly among tied maxima, like TensorFlow.
+    """
+    return _reduce(_max, input_tensor, axis, keepdims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    """Minimum over `axis`; NaN propagates; empty reductions give +inf (or the dtype's highest)."""
+    return _reduce(_min, input_tensor, axis, keepdims)
+
+
+# -- log-sum-exp, norms and moments -----------------------------------------------------
+
+@op("ReduceLogSumExp", dtypes=FLOATING_TYPES)
+def _logsumexp(x, axis, keepdims):
+    dtype = x.dtype
+    if dtype in _HALF:
+        x = x.astype(np.float32)
+    shift = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(shift), shift, 0)       # all -inf (or +inf) slices are not shifted
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+    if not keepdims:
+        out = np.squeeze(out, axis=axis)
+    return out.astype(dtype, copy=False)
+
+
+@_logsumexp.def_grad(uses_outputs=True)
+def _logsumexp_grad(op, dy):
+    x = op.inputs[0]                                    # d log sum e^x = softmax(x) dx
+    return _kept(op, dy) * exp(x - _kept(op, op.outputs[0]))
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) over `axis`, computed stably (the maximum is factored out).
+
+    >>> import tapeflow as tf
+    >>> float(tf.reduce_logsumexp(tf.constant([1000.0, 1000.0])))
+    1000.6931762695312
+    """
+    return _reduce(_logsumexp, input_tensor, axis, keepdims)
+
+
+@op("EuclideanNorm", dtypes=NUMERIC_TYPES)
+def _euclidean_norm(x, axis, keepdims):
+    if x.dtype.kind == "c":
+        return np.sqrt(np.sum(x * np.conj(x), axis=axis, keepdims=keepdims)).astype(x.dtype)
+    acc = np.float32 if x.dtype in _HALF else (x.dtype if x.dtype.kind == "f" else np.float64)
+    squares = np.square(x.astype(acc))
+    return np.sqrt(np.sum(squares, axis=axis, keepdims=keepdims)).astype(x.dtype)
+
+
+@_euclidean_norm.def_grad(uses_outputs=True)
+def _euclidean_norm_grad(op, dy):
+    x = op.inputs[0]                                    # d |x| = x / |x| dx (TF: no conj)
+    return x / (_kept(op, op.outputs[0]) / _kept(op, dy))
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """sqrt(sum(|x|^2)) over `axis`, in the input's dtype."""
+    return _reduce(_euclidean_norm, input_tensor, axis, keepdims)
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """Variance over `axis` (population variance; real for complex inputs).
+
+    Raises:
+      TypeError: integer input.
+    """
+    x = _tensor(input_tensor)
+    if x._value.dtype.kind in "iu":
+        raise TypeError(f"Input must be either real or complex. Received integer type {x.dtype!r}.")
+    diff = x - reduce_mean(x, axis, keepdims=True)
+    squared = real(diff * conj(diff)) if _is_complex(diff) else square(diff)
+    return reduce_mean(squared, axis, keepdims)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """Standard deviation over `axis` (square root of `reduce_variance`)."""
+    return sqrt(reduce_variance(input_tensor, axis, keepdims))
+
+
+# -- logical reductions -------------------------------------------------------------
+
+@op("Any", dtypes=(dtypes.bool,))
+def _any(x, axis, keepdims):
+    return np.any(x, axis=axis, keepdims=keepdims)
+
+
+@op("All", dtypes=(dtypes.bool,))
+def _all(x, axis, keepdims):
+    return np.all(x, axis=axis, keepdims=keepdims)
+
+
+no_gradient("Any")
+no_gradient("All")
+
+
+def _bool_input(input_tensor, op_type):
+    x = _tensor(input_tensor)
+    if x._value.dtype != np.bool_:
+        kind = "float" if x._value.dtype == np.float32 else x.dtype.name
+        raise InvalidArgumentError(None, op_type, f"cannot compute {op_type} as input #0(zero-based) was expected "
+                                   f"to be a bool tensor but is a {kind} tensor [Op:{op_type}]")
+    return x
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    """Logical or over `axis` of a bool tensor."""
+    return _reduce(_any, _bool_input(input_tensor, "Any"), axis, keepdims)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    """Logical and over `axis` of a bool tensor."""
+    return _reduce(_all, _bool_input(input_tensor, "All"), axis, keepdims)
+
+
+def count_nonzero(input, axis=None, keepdims=None, dtype=dtypes.int64, name=None):  # noqa: A002
+    """The number of non-zero (or True) elements over `axis`, as `dtype`."""
+    x = _tensor(input)
+    nonzero = cast(not_equal(x, Tensor(np.zeros((), x._value.dtype))), dtypes.int64)
+    return cast(reduce_sum(nonzero, axis, keepdims=bool(keepdims)), dtype)
+
+
+# -- arg-reductions --------------------------------------------------------------------
+
+def _arg_reduce(np_fn, nan_as):
+    def kernel(x, axis, output_type):
+        if x.shape[axis] == 0:
+            raise ValueError(f"Reduction axis {axis} is empty in shape {_shape_str(x.shape)}")
+        if x.dtype.kind == "f" or x.dtype in _HALF:       # NaN is never selected, as in TensorFlow's CPU kernel
+            nan = np.isnan(x)
+            if nan.any():
+                x = np.where(nan, nan_as, x)
+        return np.asarray(np_fn(x, axis=axis)).astype(output_type)
+    return kernel
+
+
+def _shape_str(shape):
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+_argmax = op("ArgMax", dtypes=REAL_TYPES + (dtypes.bool,))(_arg_reduce(np.argmax, -np.inf))
+_argmin = op("ArgMin", dtypes=REAL_TYPES + (dtypes.bool,))(_arg_reduce(np.argmin, np.inf))
+no_gradient("ArgMax")
+no_gradient("ArgMin")
+
+
+def _arg(kernel, input, axis, output_type, allowed):  # noqa: A002
+    x = _tensor(input)
+    rank = x._value.ndim
+    axis = 0 if axis is None else int(axis)
+    if not -rank <= axis < rank or rank == 0:
+        raise InvalidArgumentError(None, kernel.type, f"Expected dimension in the range [{-rank}, {rank}), "
+                                   f"but got {axis} [Op:{kernel.type}]")
+    out = dtypes.as_dtype(output_type)
+    if out.name not in allowed:
+        raise InvalidArgumentError(None, kernel.type, f"Value for attr 'output_type' of {out.name} is not in the "
+                                   f"list of allowed values: {', '.join(allowed)} [Op:{kernel.type}]")
+    return execute(kernel, (x,), {"axis": axis % rank, "output_type": out._np})
+
+
+def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """Index of the largest value along `axis` (0 when None); the first one among ties.
+
+    Raises:
+      InvalidArgumentError: `axis` out of range or the reduced dimension empty.
+
+    >>> import tapeflow as tf
+    >>> tf.argmax(tf.constant([[1.0, 3.0], [4.0, 2.0]]), axis=1).numpy()
+    array([1, 0])
+    """
+    return _arg(_argmax, input, axis, output_type, ("int16", "uint16", "int32", "int64"))
+
+
+def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """Index of the smallest value along `axis` (0 when None); the first one among ties."""
+    return _arg(_argmin, input, axis, output_type, ("int32", "int64"))
+
+
+# -- scans -----------------------------------------------------------------------------
+
+def _scan(accumulate, identity, x, axis, exclusive, reverse):
+    """An inclusive/exclusive, forward/reverse scan of `accumulate` along `axis`."""
+    if reverse:
+        x = np.flip(x, axis)
+    if exclusive:
+        first = np.full(x.shape[:axis] + (1,) + x.shape[axis + 1:], identity, x.dtype)
+        x = np.concatenate([first, np.delete(x, -1, axis=axis)], axis=axis) if x.shape[axis] else x
+    out = accumulate(x, axis=axis, dtype=x.dtype)
+    return np.flip(out, axis) if reverse else out
+
+
+@op("Cumsum", dtypes=NUMERIC_TYPES)
+def _cumsum(x, axis, exclusive, reverse):
+    return _scan(np.add.accumulate, 0, x, axis, exclusive, reverse)
+
+
+@_cumsum.def_grad
+def _cumsum_grad(op, dy):
+    # d cumsum = the transposed scan: the same scan in the other direction.
+    return cumsum(dy, op.get_attr("axis"), op.get_attr("exclusive"), not op.get_attr("reverse"))
+
+
+@op("Cumprod", dtypes=NUMERIC_TYPES)
+def _cumprod(x, axis, exclusive, reverse):
+    return _scan(np.multiply.accumulate, 1, x, axis, exclusive, reverse)
+
+
+@_cumprod.def_grad(uses_outputs=True)
+def _cumprod_grad(op, dy):
+    # dx_i = sum over the outputs j whose window holds i of dy_j * prod(window(j) without i).
+    # Before the first zero of the scan this is (reverse scan of dy * out)_i / x_i; at the
+    # first zero it is the reverse scan of dy * (the scan with that zero replaced by 1);
+    # after it every such product holds the zero.  Exact with zeros (TensorFlow gives 0
+    # at every zero); conjugated for complex inputs like the other holomorphic ops.
+    x, out = _conj_if_complex(op.inputs[0]), _conj_if_complex(op.outputs[0])
+    axis, exclusive, reverse = op.get_attr("axis"), op.get_attr("exclusive"), op.get_attr("reverse")
+    is_zero = equal(x, zeros_like(x))
+    seen = cumsum(cast(is_zero, dtypes.int32), axis, False, reverse)     # zeros at or before i
+    before = equal(seen, zeros_like(seen))
+    first = logical_and(is_zero, equal(seen, ones_like(seen)))
+    one = ones_like(x)
+    through_before = cumsum(out * dy, axis, exclusive, not reverse) / where(before, x, one)
+    skipped = cumprod(where(first, one, x), axis, exclusive, reverse)
+    through_first = cumsum(skipped * dy, axis, exclusive, not reverse)
+    return where(before, through_before, where(first, through_first, zeros_like(through_first)))
+
+
+def _logaddexp_accumulate(x, axis, dtype):
+    if x.dtype in _HALF:
+        return np.logaddexp.accumulate(x.astype(np.float32), axis=axis).astype(x.dtype)
+    return np.logaddexp.accumulate(x, axis=axis)
+
+
+@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES)
+def _cumulative_logsumexp(x, axis, exclusive, reverse):
+    return _scan(_logaddexp_accumulate, -np.inf, x, axis, exclusive, reverse)
+
+
+@_cumulative_logsumexp.def_grad(uses_outputs=True)
+def _cumulative_logsumexp_grad(op, dy):
+    # dx_i = sum_{j: i in window(j)} dy_j e^(x_i - out_j), summed in log space by a reverse
+    # scan, separately over the positive and negative parts of dy (logs of positives only).
+    x, out = op.inputs[0], op.outputs[0]
+    axis, exclusive, reverse = op.get_attr("axis"), op.get_attr("exclusive"), op.get_attr("reverse")
+    lowest = Tensor(np.asarray(np.finfo(np.float32).min if x._value.dtype in _HALF else np.finfo(x._value.dtype).min,
+                               x._value.dtype))
+    one = Tensor(np.ones((), dy._value.dtype))
+    parts = []
+    for mask, magnitude in ((greater(dy, zeros_like(dy)), dy), (less(dy, zeros_like(dy)), -dy)):
+        log_part = where(mask, log(where(mask, magnitude, one)), lowest)
+        parts.append(exp(cumulative_logsumexp(log_part - out, axis, exclusive, not reverse) + x))
+    return parts[0] - parts[1]
+
+
+def _scan_op(kernel, x, axis, exclusive, reverse):
+    x = _tensor(x)
+    rank = x._value.ndim
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise InvalidArgumentError(None, kernel.type, f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), "
+                                   f"but got {axis} [Op:{kernel.type}]")
+    return execute(kernel, (x,), {"axis": axis % rank, "exclusive": bool(exclusive), "reverse": bool(reverse)})
+
+
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative sum along `axis`; `exclusive` leaves out the current element, `reverse` scans backwards.
+
+    >>> import tapeflow as tf
+    >>> tf.cumsum(tf.constant([1, 2, 3]), exclusive=True).numpy()
+    array([0, 1, 3], dtype=int32)
+    """
+    return _scan_op(_cumsum, x, axis, exclusive, reverse)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative product along `axis` (see `cumsum` for `exclusive` and `reverse`)."""
+    return _scan_op(_cumprod, x, axis, exclusive, reverse)
+
+
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative log(sum(exp(x))) along `axis`, computed stably."""
+    return _scan_op(_cumulative_logsumexp, x, axis, exclusive, reverse)
+
+
+# -- top_k -------------------------------------------------------------------------------
+
+TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
+
+
+@op("TopKV2", dtypes=REAL_TYPES, num_outputs=2)
+def _top_k(x, k, sorted, index_type):  # noqa: A002
+    if x.ndim == 0:
+        raise ValueError(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
+    n = x.shape[-1]
+    if k < 0:
+        raise ValueError(f"Need k >= 0, got {k}")
+    if k > n:
+        raise ValueError(f"input must have at least k columns. Had {n}, needed {k}")
+    # A stable ascending sort of the reversed row, read backwards: descending values,
+    # ties in increasing index order (NaN first), like TensorFlow.
+    order = np.flip(np.argsort(np.flip(x, -1), axis=-1, kind="stable"), -1)[..., :k]
+    indices = n - 1 - order
+    return np.take_along_axis(x, indices, -1), indices.astype(index_type)
+
+
+@_top_k.def_grad(uses_outputs=True)
+def _top_k_grad(op, dvalues, dindices):
+    # The values' gradients land at their indices in each row (a scatter into zeros).
+    from tapeflow.ops.segment_ops import unsorted_segment_sum
+    x, indices = op.inputs[0], op.outputs[1]
+    shape = x._value.shape
+    n, k = shape[-1], indices._value.shape[-1]
+    rows = _count(shape, range(len(shape) - 1))
+    offsets = Tensor((np.arange(rows, dtype=np.int64) * n).reshape(shape[:-1] + (1,)))
+    flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, (rows * k,))
+    dx = unsorted_segment_sum(array_ops.reshape(dvalues, (rows * k,)), flat, rows * n)
+    return array_ops.reshape(dx, shape)
+
+
+def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002
+    """The `k` largest entries of the last axis and their indices, largest first.
+
+    Returns:
+      A `TopKV2(values, indices)` named tuple; `indices` has dtype `index_type`.
+
+    Raises:
+      InvalidArgumentError: `input` is a scalar, `k` is negative or exceeds the last dimension.
+
+    >>> import tapeflow as tf
+    >>> tf.math.top_k(tf.constant([1.0, 3.0, 2.0]), k=2).indices.numpy()
+    array([1, 2], dtype=int32)
+    """
+    x = _tensor(input)
+    values, indices = execute(_top_k, (x,), {"k": int(k), "sorted": bool(sorted),
+                                             "index_type": dtypes.as_dtype(index_type)._np})
+    return TopKV2(values, indices)

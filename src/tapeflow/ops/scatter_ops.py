@@ -1,0 +1,418 @@
+"""Gathers and scatters: `gather`, `gather_nd`, `scatter_nd`, `tensor_scatter_nd_*`, `boolean_mask`.
+
+Indices are checked like TensorFlow's eager kernels (InvalidArgumentError
+naming the offending position).  Gradients with respect to gathered params
+are IndexedSlices where TensorFlow makes them so (axis-0 gathers, gather_nd
+with [n, 1] indices); scatters differentiate into gathers and back.
+"""
+
+import numpy as np
+
+from tapeflow.framework import dtypes
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.variables import Variable
+from tapeflow.ops.array_ops import _dense, _shape_str, _transpose_op, reshape
+
+
+# -- gathers ------------------------------------------------------------------
+
+_GATHER_INDICES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
+
+
+def _check_range(idx, n):
+    """Raises the GatherV2 message for the first index outside [0, n)."""
+    bad = (idx < 0) | (idx >= n)
+    if bad.any():
+        if idx.ndim == 0:
+            raise ValueError(f"indices = {int(idx)} is not in [0, {n})")
+        where = np.unravel_index(int(np.argmax(bad)), idx.shape)
+        raise ValueError(f"indices[{','.join(map(str, where))}] = {int(idx[where])} is not in [0, {n})")
+
+
+@op("GatherV2", same_dtype=False)
+def _gather(params, indices, axis, batch_dims):
+    idx = np.asarray(indices)
+    _check_range(idx, params.shape[axis])
+    if not batch_dims:
+        return np.take(params, idx, axis=axis)
+    # One advanced index over (flattened batch, gathered axis) puts [nb, I...] in front.
+    pshape, ishape = params.shape, idx.shape
+    nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
+    p = np.moveaxis(params.reshape((nb,) + pshape[batch_dims:]), axis - batch_dims + 1, 1)
+    i = idx.reshape((nb,) + ishape[batch_dims:])
+    out = p[np.arange(nb).reshape((nb,) + (1,) * (i.ndim - 1)), i]        # [nb, I..., A..., R...]
+    ni, na = i.ndim - 1, axis - batch_dims
+    out = np.moveaxis(out, tuple(range(1, 1 + ni)), tuple(range(1 + na, 1 + na + ni)))
+    return out.reshape(pshape[:axis] + ishape[batch_dims:] + pshape[axis + 1:])
+
+
+@_gather.def_grad
+def _gather_grad(op, dy):
+    params, indices = op.inputs
+    axis, batch_dims = op.get_attr("axis"), op.get_attr("batch_dims")
+    pshape = params._value.shape
+    if batch_dims:
+        return _batch_gather_grad(_dense(dy), indices, pshape, axis, batch_dims), None
+    if axis == 0:                                      # rows of dy land on the gathered rows (sparse)
+        return _indexed_slices_grad(dy, indices, pshape), None
+    from tapeflow.ops import math_ops                  # gathered axes to the front, segment-sum, move back
+    dy = _dense(dy)
+    idx_rank = indices._value.ndim
+    front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
+    rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, pshape[axis])
+    back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
+    return _transpose_op(rows, back), None
+
+
+def _batch_gather_grad(dy, indices, pshape, axis, batch_dims):
+    """Segment-sums dy [B..., A..., I..., R...] into params [B..., A..., N, R...], batches kept apart
+    by offsetting the indices of batch k by k * N."""
+    from tapeflow.ops import math_ops
+    ishape = indices._value.shape
+    nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
+    ni = int(np.prod(ishape[batch_dims:], dtype=np.int64))
+    n, a_dims, r_dims = pshape[axis], pshape[batch_dims:axis], pshape[axis + 1:]
+    na, nr = len(a_dims), len(r_dims)
+    g = reshape(dy, (nb,) + a_dims + ishape[batch_dims:] + r_dims)
+    g = _transpose_op(g, (0,) + tuple(range(1 + na, g._value.ndim - nr)) + tuple(range(1, 1 + na))
+                      + tuple(range(g._value.ndim - nr, g._value.ndim)))
+    g = reshape(g, (nb * ni,) + a_dims + r_dims)
+    offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
+    ids = reshape(math_ops.add(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
+    rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
+    rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
+    return reshape(rows, pshape)
+
+
+def _indexed_slices_grad(dy, indices, pshape):
+    values = reshape(dy, (-1,) + tuple(pshape[1:]))
+    flat_indices = reshape(indices, (-1,))
+    return IndexedSlices(values, flat_indices, Tensor(np.asarray(pshape, np.int32)))
+
+
+@op("ResourceGather", same_dtype=False)
+def _resource_gather(params, indices):
+    return _gather.kernel(params, indices, 0, 0)
+
+
+@_resource_gather.def_grad
+def _resource_gather_grad(op, dy):
+    var, indices = op.inputs                           # a sparse update of the variable's rows
+    return _indexed_slices_grad(dy, indices, var._value.shape), None
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """Gathers slices of `params` along `axis` at `indices`.
+
+    With `batch_dims=b`, the first b axes of `params` and `indices` are batch
+    axes: each batch entry gathers from its own slice of `params`. The gradient
+    with respect to `params` is an IndexedSlices for axis 0 (no batch dims).
+
+    Raises:
+      InvalidArgumentError: an index out of range, an axis out of range, or
+        batch dimensions that differ.
+
+    >>> import tapeflow as tf
+    >>> tf.gather(tf.constant([[1, 2], [3, 4]]), [[0, 1], [1, 1]], axis=1, batch_dims=1).numpy()
+    array([[1, 2],
+           [4, 4]], dtype=int32)
+    """
+    indices = convert_to_tensor(indices)
+    if indices._value.dtype not in _GATHER_INDICES:
+        raise InvalidArgumentError(None, "GatherV2", f"Value for attr 'Tindices' of {indices.dtype.name} is not in "
+                                   "the list of allowed values: int16, int32, int64 [Op:GatherV2]")
+    batch_dims = int(batch_dims)
+    if batch_dims < 0:
+        batch_dims += indices._value.ndim
+    axis = batch_dims if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
+    if isinstance(params, Variable) and axis == 0 and batch_dims == 0:
+        params._note_access()
+        return execute(_resource_gather, (params, indices), {})
+    params = convert_to_tensor(params)
+    rank_ = params._value.ndim
+    if axis >= rank_ or axis < -rank_:
+        raise InvalidArgumentError(None, "GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
+                                   f"but is rank {rank_} [Op:GatherV2]")
+    axis %= rank_
+    ishape = indices._value.shape
+    if batch_dims:
+        if batch_dims > axis or batch_dims > len(ishape):
+            raise InvalidArgumentError(None, "GatherV2", f"batch_dims ({batch_dims}) must be less than or equal to "
+                                       f"axis ({axis}) and to rank(indices) ({len(ishape)}) [Op:GatherV2]")
+        for d in range(batch_dims):
+            if params._value.shape[d] != ishape[d]:
+                raise InvalidArgumentError(None, "GatherV2", f"params.shape[{d}]: {params._value.shape[d]} should be "
+                                           f"equal to indices.shape[{d}]: {ishape[d]} [Op:GatherV2]")
+    return execute(_gather, (params, indices), {"axis": axis, "batch_dims": batch_dims})
+
+
+def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
+    """The entries of `tensor` where `mask` is true, the mask covering axes axis..axis+rank(mask)-1.
+
+    Raises:
+      ValueError: a scalar mask, or mask dimensions that do not match `tensor`.
+
+    >>> import tapeflow as tf
+    >>> tf.boolean_mask(tf.constant([1, 2, 3]), [True, False, True]).numpy()
+    array([1, 3], dtype=int32)
+    """
+    x = convert_to_tensor(tensor)
+    m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
+    if m.ndim == 0:
+        raise ValueError("mask cannot be scalar.")
+    shape = x._value.shape
+    axis = 0 if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
+    axis = axis + len(shape) if axis < 0 else axis
+    covered = shape[axis:axis + m.ndim]
+    if covered != m.shape:
+        raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(m.shape)} are incompatible")
+    flat = reshape(x, shape[:axis] + (-1,) + shape[axis + m.ndim:])
+    keep = Tensor(np.flatnonzero(m).astype(np.int64))
+    return gather(flat, keep, axis=axis)
+
+
+# -- gather_nd and the scatters --------------------------------------------------------------
+
+_ND_INDICES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
+
+
+def _nd_indices(indices, op_type):
+    indices = convert_to_tensor(indices)
+    if indices._value.dtype not in _ND_INDICES:
+        raise InvalidArgumentError(None, op_type, f"Value for attr 'Tindices' of {indices.dtype.name} is not in the "
+                                   f"list of allowed values: int16, int32, int64 [Op:{op_type}]")
+    return indices
+
+
+def _check_nd(idx, shape, what):
+    """Raises TensorFlow's message for the first index row outside `shape` (`what`: "param shape"/"shape")."""
+    if idx.ndim == 0:
+        raise ValueError("indices must be at least a vector")
+    k = idx.shape[-1]
+    bad = ((idx < 0) | (idx >= np.asarray(shape[:k], np.int64))).any(-1) if k else np.zeros(idx.shape[:-1], bool)
+    if bad.any():
+        at = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+        row = ", ".join(str(int(v)) for v in idx[at])
+        where = ",".join(map(str, at)) if at else "0"
+        raise ValueError(f"indices[{where}] = [{row}] does not index into {what} {_shape_str(shape)}")
+
+
+def _rows(idx):
+    """NumPy's advanced index for index rows [..., k] (one array per indexed axis)."""
+    return tuple(np.moveaxis(idx, -1, 0))
+
+
+@op("GatherNd", same_dtype=False)
+def _gather_nd(params, indices):
+    idx = np.asarray(indices)
+    if idx.ndim and idx.shape[-1] > params.ndim:
+        raise ValueError(f"index innermost dimension length must be <= params rank; saw: {idx.shape[-1]} vs. "
+                         f"{params.ndim}")
+    _check_nd(idx, params.shape, "param shape")
+    if idx.shape[-1] == 0:
+        return np.array(np.broadcast_to(params, idx.shape[:-1] + params.shape))
+    return params[_rows(idx)]
+
+
+@_gather_nd.def_grad
+def _gather_nd_grad(op, dy):
+    params, indices = op.inputs
+    pshape = params._value.shape
+    ishape = indices._value.shape
+    if len(ishape) == 2 and ishape[-1] == 1:           # whole rows: a sparse gradient, like TensorFlow
+        return IndexedSlices(_dense(dy), reshape(indices, (-1,)),
+                             Tensor(np.asarray(pshape, indices._value.dtype))), None
+    return _scatter_nd_op(indices, _dense(dy), pshape), None   # scatter dy back where it was read
+
+
+def gather_nd(params, indices, batch_dims=0, name=None):
+    """Gathers slices of `params` at the index rows `indices[..., :]`.
+
+    The last axis of `indices` (length k <= rank(params)) indexes the first k
+    axes of params; the result has shape indices.shape[:-1] + params.shape[k:].
+    With `batch_dims=b` the first b axes of both are batch axes.
+
+    Raises:
+      InvalidArgumentError: an index row outside params, or k > rank(params).
+
+    >>> import tapeflow as tf
+    >>> tf.gather_nd(tf.constant([[1, 2], [3, 4]]), [[0, 1], [1, 0]]).numpy()
+    array([2, 3], dtype=int32)
+    """
+    indices = _nd_indices(indices, "GatherNd")
+    params = convert_to_tensor(params)
+    batch_dims = int(batch_dims)
+    if batch_dims:
+        return _batch_gather_nd(params, indices, batch_dims)
+    return execute(_gather_nd, (params, indices), {})
+
+
+def _batch_gather_nd(params, indices, batch_dims):
+    """gather_nd with batch axes: the batch number becomes a leading index component."""
+    pshape, ishape = params._value.shape, indices._value.shape
+    if batch_dims < 0 or batch_dims >= len(ishape) or batch_dims > len(pshape):
+        raise ValueError(f"batch_dims = {batch_dims} must be in [0, rank(indices) - 1 = {len(ishape) - 1}] and "
+                         f"at most rank(params) = {len(pshape)}.")
+    if pshape[:batch_dims] != ishape[:batch_dims]:
+        raise InvalidArgumentError(None, "GatherNd", f"The batch dimensions of params {_shape_str(pshape)} and "
+                                   f"indices {_shape_str(ishape)} must match [Op:GatherNd]")
+    from tapeflow.ops import array_ops, math_ops
+    nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
+    inner = ishape[batch_dims:-1]
+    k = ishape[-1]
+    flat_idx = reshape(math_ops.cast(indices, dtypes.int64), (nb, -1, k))
+    batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1),
+                                   (nb, flat_idx._value.shape[1], 1)).copy())
+    out = execute(_gather_nd, (reshape(params, (nb,) + pshape[batch_dims:]),
+                               array_ops.concat([batch, flat_idx], -1)), {})
+    return reshape(out, pshape[:batch_dims] + inner + pshape[batch_dims + k:])
+
+
+def _check_updates(idx, updates_shape, shape, op_type):
+    """TensorFlow's shape checks of a scatter: updates = indices.shape[:-1] + shape[k:]."""
+    if idx.ndim == 0:
+        raise ValueError("indices must be at least a vector")
+    outer, k = idx.ndim - 1, idx.shape[-1]
+    if k > len(shape):
+        raise ValueError(f"Index innermost dimension length {k} is larger than the rank {len(shape)} of "
+                         f"the {'input' if op_type == 'ScatterNd' else 'tensor'} {_shape_str(shape)}")
+    if tuple(updates_shape[:outer]) != idx.shape[:-1]:
+        if op_type == "ScatterNd":
+            raise ValueError(f"Dimensions [0,{outer}) of indices[shape={_shape_str(idx.shape)}] must match "
+                             f"dimensions [0,{outer}) of updates[shape={_shape_str(updates_shape)}]")
+        raise ValueError(f"Outer dimensions of indices and update must match. Indices shape: "
+                         f"{_shape_str(idx.shape)}, updates shape:{_shape_str(updates_shape)}")
+    if tuple(updates_shape[outer:]) != tuple(shape[k:]):
+        raise ValueError(f"Dimensions [{k},{len(shape)}) of input[shape={_shape_str(shape)}] must match "
+                         f"dimensions [{outer},{len(updates_shape)}) of updates[shape={_shape_str(updates_shape)}]")
+    _check_nd(idx, shape, "shape")
+
+
+def _add_rows(out, idx, updates):
+    """out[idx rows] += updates, repeated rows adding up (in place)."""
+    if idx.shape[-1] == 0:
+        out += updates.reshape((-1,) + out.shape).sum(0, dtype=out.dtype)
+    else:
+        np.add.at(out, _rows(idx), updates)
+    return out
+
+
+@op("ScatterNd", same_dtype=False)
+def _scatter_nd(indices, updates, shape):
+    idx = np.asarray(indices)
+    _check_updates(idx, updates.shape, shape, "ScatterNd")
+    return _add_rows(np.zeros(shape, updates.dtype), idx, updates)
+
+
+@_scatter_nd.def_grad
+def _scatter_nd_grad(op, dy):
+    indices = op.inputs[0]                             # each update reads its target's gradient
+    return None, execute(_gather_nd, (_dense(dy), indices), {})
+
+
+def _scatter_nd_op(indices, updates, shape):
+    return execute(_scatter_nd, (indices, updates), {"shape": tuple(shape)})
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """A zeros tensor of `shape` with `updates` added at the index rows `indices` (repeats add up).
+
+    Raises:
+      InvalidArgumentError: shapes that do not fit together or an index outside `shape`.
+
+    >>> import tapeflow as tf
+    >>> tf.scatter_nd([[1], [3], [1]], [1.0, 2.0, 3.0], [5]).numpy()
+    array([0., 4., 0., 2., 0.], dtype=float32)
+    """
+    indices = _nd_indices(indices, "ScatterNd")
+    from tapeflow.ops.constructor_ops import _int_list
+    dims = _int_list(shape, "shape")
+    return _scatter_nd_op(indices, convert_to_tensor(updates), dims)
+
+
+def _tensor_scatter(kind):
+    """The kernel of TensorScatter{Update,Add,Sub}: a copy of `tensor` with rows set, added or subtracted."""
+    def kernel(tensor, indices, updates):
+        idx = np.asarray(indices)
+        _check_updates(idx, updates.shape, tensor.shape, f"TensorScatter{kind}")
+        out = np.array(tensor, copy=True)
+        if kind == "Update":
+            if idx.shape[-1] == 0:
+                out[...] = updates.reshape((-1,) + out.shape)[-1] if updates.size else out
+            else:
+                out[_rows(idx)] = updates            # a repeated row keeps the last update
+            return out
+        return _add_rows(out, idx, updates if kind == "Add" else -updates)
+    kernel.__name__ = f"_tensor_scatter_{kind.lower()}"
+    return op(f"TensorScatter{kind}", same_dtype=False)(kernel)
+
+
+_tensor_scatter_update = _tensor_scatter("Update")
+_tensor_scatter_add = _tensor_scatter("Add")
+_tensor_scatter_sub = _tensor_scatter("Sub")
+
+
+@_tensor_scatter_update.def_grad
+def _tensor_scatter_update_grad(op, dy):
+    from tapeflow.ops import math_ops
+    _, indices, updates = op.inputs                    # overwritten entries do not reach the output
+    dy = _dense(dy)
+    kept = execute(_tensor_scatter_update, (dy, indices, math_ops.zeros_like(updates)), {})
+    return kept, None, execute(_gather_nd, (dy, indices), {})
+
+
+@_tensor_scatter_add.def_grad
+def _tensor_scatter_add_grad(op, dy):
+    dy = _dense(dy)                                    # d(t + scatter(u)) = dt + gather(du)
+    return dy, None, execute(_gather_nd, (dy, op.inputs[1]), {})
+
+
+@_tensor_scatter_sub.def_grad
+def _tensor_scatter_sub_grad(op, dy):
+    from tapeflow.ops import math_ops
+    dy = _dense(dy)                                    # d(t - scatter(u)) = dt - gather(du)
+    return dy, None, math_ops.negative(execute(_gather_nd, (dy, op.inputs[1]), {}))
+
+
+def _tensor_scatter_call(kernel, tensor, indices, updates):
+    tensor = convert_to_tensor(tensor)
+    indices = _nd_indices(indices, kernel.type)
+    updates = convert_to_tensor(updates, dtype_hint=tensor.dtype)
+    if updates.dtype != tensor.dtype:
+        raise InvalidArgumentError(None, kernel.type, f"cannot compute {kernel.type} as input #2(zero-based) was "
+                                   f"expected to be a {tensor.dtype.name} tensor but is a {updates.dtype.name} "
+                                   f"tensor [Op:{kernel.type}]")
+    return execute(kernel, (tensor, indices, updates), {})
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """A copy of `tensor` with the index rows `indices` set to `updates` (a repeated row keeps the last).
+
+    The gradient with respect to `tensor` is zero at the overwritten entries.
+
+    Raises:
+      InvalidArgumentError: shapes that do not fit together or an index outside `tensor`.
+
+    >>> import tapeflow as tf
+    >>> tf.tensor_scatter_nd_update(tf.zeros([3]), [[2]], [5.0]).numpy()
+    array([0., 0., 5.], dtype=float32)
+    """
+    return _tensor_scatter_call(_tensor_scatter_update, tensor, indices, updates)
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` added at the index rows `indices` (repeats add up)."""
+    return _tensor_scatter_call(_tensor_scatter_add, tensor, indices, updates)
+
+
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` subtracted at the index rows `indices` (repeats add up)."""
+    return _tensor_scatter_call(_tensor_scatter_sub, tensor, indices, updates)
+
+
+__all__ = ["boolean_mask", "gather", "gather_nd", "scatter_nd", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+           "tensor_scatter_nd_update"]

@@ -1,0 +1,258 @@
+"""Slicing: `Tensor.__getitem__`, `tf.strided_slice` and `tf.slice`.
+
+All three lower to one op, "StridedSlice", whose begin/end/strides are int
+tensor inputs and whose five bit masks are attrs (TensorFlow's encoding, so a
+symbolic index works too).  Its gradient, "StridedSliceGrad", writes `dy` into
+zeros of the input's shape; the gradient of that is a strided slice again, so
+derivatives of any order work.
+
+Note [strided slice as a NumPy index]: the begin/end/strides/masks spec is
+turned into a NumPy basic index (ints, slices, None) once per distinct spec
+and input shape (cached).  NumPy clamps slice bounds exactly as TensorFlow's
+kernel canonicalizes them, so only the checks TensorFlow makes on top
+(ellipses, zero strides, out-of-range single indices) are written here.
+"""
+
+import builtins
+import functools
+
+import numpy as np
+
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+
+_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
+_py_slice = builtins.slice   # this module defines tf.slice
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+@functools.lru_cache(maxsize=1024)
+def _numpy_index(shape, begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
+    """The NumPy index equal to a strided-slice spec (Note [strided slice as a NumPy index])."""
+    if ellipsis_mask & (ellipsis_mask - 1):
+        raise ValueError("Multiple ellipses in slice spec not allowed")
+    rank, n = len(shape), len(begin)
+    consumes = [not (ellipsis_mask | new_axis_mask) & (1 << i) for i in range(n)]
+    if rank == 0 and any(consumes):
+        raise ValueError("Attempting to slice scalar input.")
+    index, dim = [], 0
+    for i in range(n):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            span = max(rank - dim - sum(consumes[i + 1:]), 0)
+            index.extend([_py_slice(None)] * span)
+            dim += span
+            continue
+        if new_axis_mask & bit:
+            index.append(None)
+            continue
+        if dim >= rank:
+            raise ValueError(f"Index out of range using input dim {dim}; input has only {rank} dims")
+        stride = strides[i]
+        if stride == 0:
+            raise ValueError(f"strides[{i}] must be non-zero")
+        if shrink_axis_mask & bit:
+            if stride < 0:
+                raise ValueError("only stride 1 allowed on non-range indexing.")
+            at = begin[i] + shape[dim] if begin[i] < 0 else begin[i]
+            if not 0 <= at < shape[dim]:
+                raise ValueError(f"slice index {at} of dimension {dim} out of bounds.")
+            index.append(at)
+        else:
+            index.append(_py_slice(None if begin_mask & bit else begin[i], None if end_mask & bit else end[i], stride))
+        dim += 1
+    index.append(Ellipsis)   # untouched trailing dims; also keeps 0-d results arrays
+    return tuple(index)
+
+
+def _spec_index(shape, begin, end, strides, masks):
+    if not (begin.ndim == 1 and begin.shape == end.shape == strides.shape):
+        raise ValueError(f"Expected begin, end, and strides to be 1D equal size tensors, but got shapes "
+                         f"{list(begin.shape)}, {list(end.shape)}, and {list(strides.shape)} instead.")
+    return _numpy_index(tuple(shape), tuple(begin.tolist()), tuple(end.tolist()), tuple(strides.tolist()), *masks)
+
+
+@op("StridedSlice", same_dtype=False)
+def _strided_slice(x, begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
+    index = _spec_index(x.shape, begin, end, strides,
+                        (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask))
+    return x[index]
+
+
+@_strided_slice.def_grad
+def _strided_slice_grad(op, dy):
+    x, begin, end, strides = op.inputs                 # dx = dy placed at the slice, zeros elsewhere
+    masks = {k: op.get_attr(k) for k in _MASKS}
+    dx = execute(_strided_slice_grad_op, (convert_to_tensor(dy), begin, end, strides),
+                 dict(shape=x._value.shape, **masks))
+    return dx, None, None, None
+
+
+@op("StridedSliceGrad", same_dtype=False)
+def _strided_slice_grad_op(dy, begin, end, strides, shape, begin_mask, end_mask, ellipsis_mask,
+                           new_axis_mask, shrink_axis_mask):
+    index = _spec_index(shape, begin, end, strides,
+                        (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask))
+    out = np.zeros(shape, dy.dtype)
+    out[index] = dy
+    return out
+
+
+@_strided_slice_grad_op.def_grad
+def _strided_slice_grad_grad(op, ddx):
+    _, begin, end, strides = op.inputs                 # the adjoint of "place at the slice" is the slice
+    masks = {k: op.get_attr(k) for k in _MASKS}
+    return execute(_strided_slice, (convert_to_tensor(ddx), begin, end, strides), masks), None, None, None
+
+
+def _index_tensor(value, what):
+    t = convert_to_tensor(value)
+    if t._value.dtype not in _INDEX_DTYPES:
+        raise InvalidArgumentError(
+            None, "StridedSlice",
+            f"Value for attr 'Index' of {t.dtype.name} is not in the list of allowed values: int16, int32, int64 "
+            f"(argument `{what}`) [Op:StridedSlice]")
+    return t
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
+    """Extracts a strided slice of `input_` (the op behind `tensor[...]`).
+
+    Bit `i` of a mask concerns entry `i` of begin/end/strides: `begin_mask` and
+    `end_mask` ignore that begin/end (use the full range), `ellipsis_mask`
+    makes the entry a `...`, `new_axis_mask` inserts a size-1 axis and
+    `shrink_axis_mask` takes the single index `begin[i]` and drops the axis.
+
+    Raises:
+      InvalidArgumentError: begin/end/strides of different lengths, a zero
+        stride, several ellipses or a single index out of bounds.
+
+    >>> import tapeflow as tf
+    >>> tf.strided_slice(tf.range(6), [1], [6], [2]).numpy()
+    array([1, 3, 5], dtype=int32)
+    """
+    x = convert_to_tensor(input_)
+    begin = _index_tensor(begin, "begin")
+    end = _index_tensor(end, "end")
+    strides = (Tensor(np.ones(begin._value.shape, begin._value.dtype)) if strides is None
+               else _index_tensor(strides, "strides"))
+    masks = {"begin_mask": int(begin_mask), "end_mask": int(end_mask), "ellipsis_mask": int(ellipsis_mask),
+             "new_axis_mask": int(new_axis_mask), "shrink_axis_mask": int(shrink_axis_mask)}
+    return execute(_strided_slice, (x, begin, end, strides), masks)
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public name
+    """The block of `input_` starting at `begin` with extent `size` (-1: to the end).
+
+    Raises:
+      InvalidArgumentError: begin/size of the wrong length, or a block outside the input.
+
+    >>> import tapeflow as tf
+    >>> tf.slice(tf.reshape(tf.range(6), [2, 3]), [0, 1], [-1, 2]).numpy()
+    array([[1, 2],
+           [4, 5]], dtype=int32)
+    """
+    x = convert_to_tensor(input_)
+    b = np.asarray(_index_tensor(begin, "begin")._value)
+    s = np.asarray(_index_tensor(size, "size")._value)
+    shape = x._value.shape
+    if b.shape != (len(shape),) or s.shape != (len(shape),):
+        raise InvalidArgumentError(
+            None, "Slice", f"Expected begin and size arguments to be 1-D tensors of size {len(shape)}, but got "
+            f"shapes {list(b.shape)} and {list(s.shape)} instead. [Op:Slice]")
+    ends = []
+    for i, (bi, si, d) in enumerate(zip(b.tolist(), s.tolist(), shape, strict=True)):
+        if not 0 <= bi <= d:
+            raise InvalidArgumentError(None, "Slice", f"Expected begin[{i}] in [0, {d}], but got {bi} [Op:Slice]")
+        si = d - bi if si == -1 else si
+        if not 0 <= si <= d - bi:
+            raise InvalidArgumentError(None, "Slice", f"Expected size[{i}] in [0, {d - bi}], but got {si} [Op:Slice]")
+        ends.append(bi + si)
+    end = Tensor(np.asarray(ends, b.dtype))
+    return execute(_strided_slice, (x, Tensor(b), end, Tensor(np.ones_like(b))),
+                   {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0})
+
+
+# -- Tensor.__getitem__ ----------------------------------------------------------
+
+_BAD_INDEX = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and scalar tf.int32/tf.int64 "
+              "tensors are valid indices, got {!r}")
+
+
+def _index_value(value):
+    """A single index (int, NumPy integer, scalar int tensor) as an int or a symbolic tensor."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        return int(value)
+    if isinstance(value, Tensor) and value.shape.rank == 0 and value._value.dtype in _INDEX_DTYPES:
+        return int(value._value) if type(value) is Tensor else value
+    raise TypeError(_BAD_INDEX.format(value))
+
+
+def _is_bool_mask(key):
+    if isinstance(key, (bool, np.bool_)):
+        return True
+    if isinstance(key, np.ndarray) or isinstance(key, Tensor):
+        return key.dtype == np.bool_ or getattr(key.dtype, "is_bool", False)
+    return False
+
+
+def _getitem(x, key):
+    """`x[key]` with TensorFlow's semantics.
+
+    Ints (and scalar int16/32/64 tensors) pick one index and drop the axis,
+    slices may have any non-zero step, `None`/`tf.newaxis` inserts an axis and
+    `...` stands for the untouched axes; a list is read as a tuple, and a bool
+    key (array or tensor) is a `tf.boolean_mask`.
+
+    Raises:
+      TypeError: an index of another kind (float, non-scalar tensor, string...).
+      InvalidArgumentError: a single index out of bounds, several ellipses or a
+        zero step.
+    """
+    if _is_bool_mask(key):
+        from tapeflow.ops import array_ops
+        return array_ops.boolean_mask(x, key)
+    if not isinstance(key, (tuple, list)):
+        key = (key,)
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(_MASKS, 0)
+    for i, item in enumerate(key):
+        bit = 1 << i
+        if isinstance(item, _py_slice):
+            for part, values, mask in ((item.start, begin, "begin_mask"), (item.stop, end, "end_mask")):
+                if part is None:
+                    values.append(0)
+                    masks[mask] |= bit
+                else:
+                    values.append(_index_value(part))
+            strides.append(1 if item.step is None else _index_value(item.step))
+        elif item is Ellipsis:
+            begin.append(0), end.append(0), strides.append(1)
+            masks["ellipsis_mask"] |= bit
+        elif item is None:
+            begin.append(0), end.append(0), strides.append(1)
+            masks["new_axis_mask"] |= bit
+        else:
+            at = _index_value(item)
+            begin.append(at), end.append(at + 1), strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+    x = convert_to_tensor(x)
+    return execute(_strided_slice, (x, _pack(begin), _pack(end), _pack(strides)), masks)
+
+
+def _pack(values):
+    """A 1-D index tensor from Python ints (and symbolic scalars, stacked)."""
+    if all(type(v) is int for v in values):
+        arr = np.asarray(values, np.int32)
+        if values and (max(values) >= 2**31 or min(values) < -2**31):
+            arr = np.asarray(values, np.int64)
+        return Tensor(arr if values else np.zeros(0, np.int32))
+    from tapeflow.ops import array_ops, math_ops
+    return array_ops.stack([math_ops.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])
+
+
+__all__ = ["slice", "strided_slice"]

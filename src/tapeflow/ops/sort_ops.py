@@ -1,0 +1,90 @@
+"""Sorting: `tf.sort` and `tf.argsort`.
+
+`argsort` is one op (not differentiable); `sort` gathers the values in that
+order, so its gradient is the gather's: each sorted position sends its
+gradient back to the element it came from.  Ties keep their input order in
+both directions, as TensorFlow's top_k-based sort does.
+"""
+
+import numpy as np
+
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.tensor import convert_to_tensor
+
+
+@op("ArgSort", same_dtype=False)
+def _argsort(x, descending):
+    if not descending:
+        return np.argsort(x, axis=-1, kind="stable").astype(np.int32)
+    n = x.shape[-1]                                    # stable descending: sort the reversed row
+    return (n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]).astype(np.int32)
+
+
+no_gradient("ArgSort")
+
+
+def _moved(values, axis, op_name):
+    """`values` with `axis` moved last, and the permutation that moves it back."""
+    from tapeflow.ops import array_ops
+    x = convert_to_tensor(values)
+    rank = x._value.ndim
+    if rank == 0:
+        raise InvalidArgumentError(None, op_name, f"{op_name} needs a tensor of rank >= 1, got a scalar")
+    if x.dtype.is_complex or x.dtype.is_bool:
+        raise InvalidArgumentError(None, op_name, f"{op_name} is not defined for {x.dtype.name} tensors")
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis = {axis} is out of range for a tensor of rank {rank}")
+    axis %= rank
+    if axis == rank - 1:
+        return x, None
+    perm = tuple(i for i in range(rank) if i != axis) + (axis,)
+    back = tuple(int(i) for i in np.argsort(perm))
+    return array_ops.transpose(x, perm), back
+
+
+def _direction(direction):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f'Argument `direction` must be "ASCENDING" or "DESCENDING", got {direction!r}')
+    return direction == "DESCENDING"
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """The int32 indices that sort `values` along `axis` (ties in input order).
+
+    Raises:
+      ValueError: an unknown direction or an axis out of range.
+
+    >>> import tapeflow as tf
+    >>> tf.argsort([3.0, 1.0, 2.0]).numpy()
+    array([1, 2, 0], dtype=int32)
+    """
+    from tapeflow.ops import array_ops
+    descending = _direction(direction)
+    x, back = _moved(values, axis, "argsort")
+    order = execute(_argsort, (x,), {"descending": descending})
+    return order if back is None else array_ops.transpose(order, back)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """`values` sorted along `axis`; differentiable (the gradient follows each element).
+
+    Raises:
+      ValueError: an unknown direction or an axis out of range.
+
+    >>> import tapeflow as tf
+    >>> tf.sort([3, 1, 2], direction="DESCENDING").numpy()
+    array([3, 2, 1], dtype=int32)
+    """
+    from tapeflow.ops import array_ops
+    descending = _direction(direction)
+    x, back = _moved(values, axis, "sort")
+    shape = x._value.shape
+    rows = array_ops.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
+    order = execute(_argsort, (rows,), {"descending": descending})
+    out = array_ops.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)
+    return out if back is None else array_ops.transpose(out, back)
+
+
+__all__ = ["argsort", "sort"]

@@ -1,0 +1,206 @@
+"""Spec rows for convolutions and pooling, plus their errors and second-order ops."""
+
+import time
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from op_harness import OpSpec, define_tests, distinct, tf_module
+
+
+def np_conv2d(x, w, strides=(1, 1), pads=((0, 0), (0, 0)), dilations=(1, 1)):
+    """Direct (loop over output pixels) reference convolution, NHWC / HWIO."""
+    x = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)))
+    kh, kw, _, o = w.shape
+    eh, ew = (kh - 1) * dilations[0] + 1, (kw - 1) * dilations[1] + 1
+    oh, ow = (x.shape[1] - eh) // strides[0] + 1, (x.shape[2] - ew) // strides[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, o))
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * strides[0]:i * strides[0] + eh:dilations[0], j * strides[1]:j * strides[1] + ew:dilations[1], :]
+            out[:, i, j, :] = np.einsum("nhwc,hwco->no", patch, w)
+    return out
+
+
+def same_pads(size, k, s, d=1):
+    eff = (k - 1) * d + 1
+    out = -(-size // s)
+    total = max((out - 1) * s + eff - size, 0)
+    return (total // 2, total - total // 2)
+
+
+def np_pool(x, k, s, padding, reduce):
+    if padding == "SAME":
+        pads = [same_pads(x.shape[1], k[0], s[0]), same_pads(x.shape[2], k[1], s[1])]
+    else:
+        pads = [(0, 0), (0, 0)]
+    xp = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)), constant_values=np.nan)
+    oh, ow = (xp.shape[1] - k[0]) // s[0] + 1, (xp.shape[2] - k[1]) // s[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, x.shape[3]))
+    for i in range(oh):
+        for j in range(ow):
+            out[:, i, j] = reduce(xp[:, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]], axis=(1, 2))
+    return out
+
+
+CONV_SHAPES = [((1, 4, 4, 2), (3, 3, 2, 2)), ((2, 5, 4, 1), (2, 3, 1, 3)), ((1, 3, 3, 2), (1, 1, 2, 1)),
+               ((0, 4, 4, 2), (3, 3, 2, 2))]
+
+SPECS = [
+    OpSpec("conv2d_same", lambda tf, x, w: tf.nn.conv2d(x, w, 1, "SAME"),
+           lambda x, w: np_conv2d(x, w, pads=(same_pads(x.shape[1], w.shape[0], 1), same_pads(x.shape[2], w.shape[1], 1))),
+           CONV_SHAPES),
+    OpSpec("conv2d_valid_strided", lambda tf, x, w: tf.nn.conv2d(x, w, [2, 1], "VALID"),
+           lambda x, w: np_conv2d(x, w, strides=(2, 1)), [((1, 5, 4, 2), (3, 2, 2, 2)), ((2, 4, 4, 1), (2, 2, 1, 2))]),
+    OpSpec("conv2d_same_stride2", lambda tf, x, w: tf.nn.conv2d(x, w, [1, 2, 2, 1], "SAME"),
+           lambda x, w: np_conv2d(x, w, (2, 2), (same_pads(x.shape[1], w.shape[0], 2), same_pads(x.shape[2], w.shape[1], 2))),
+           [((1, 5, 4, 2), (3, 3, 2, 2)), ((1, 4, 4, 1), (2, 2, 1, 1))]),
+    OpSpec("conv2d_dilated", lambda tf, x, w: tf.nn.conv2d(x, w, 1, "VALID", dilations=2),
+           lambda x, w: np_conv2d(x, w, dilations=(2, 2)), [((1, 6, 5, 2), (2, 2, 2, 2))],
+           dtypes=("float32",)),   # TensorFlow's float64 CPU kernels cannot differentiate dilated convolutions
+    OpSpec("conv2d_explicit", lambda tf, x, w: tf.nn.conv2d(x, w, 1, [[0, 0], [1, 0], [2, 1], [0, 0]]),
+           lambda x, w: np_conv2d(x, w, pads=((1, 0), (2, 1))), [((1, 4, 3, 2), (3, 3, 2, 2))]),
+    OpSpec("conv1d", lambda tf, x, w: tf.nn.conv1d(x, w, 2, "SAME"),
+           lambda x, w: np_conv2d(x[:, None], w[None], (1, 2), ((0, 0), same_pads(x.shape[1], w.shape[0], 2)))[:, 0],
+           [((2, 7, 2), (3, 2, 3)), ((1, 4, 1), (2, 1, 1))]),
+    OpSpec("conv2d_transpose", lambda tf, x, w: tf.nn.conv2d_transpose(x, w, [1, 5, 5, 2], 2, "SAME"),
+           None, [((1, 3, 3, 3), (3, 3, 2, 3))]),
+    OpSpec("conv2d_transpose_valid", lambda tf, x, w: tf.nn.conv2d_transpose(x, w, [2, 6, 5, 1], [2, 1], "VALID"),
+           None, [((2, 2, 3, 2), (3, 3, 1, 2))]),
+    OpSpec("max_pool2d", lambda tf, x: tf.nn.max_pool2d(x, 2, 2, "VALID"),
+           lambda x: np_pool(x, (2, 2), (2, 2), "VALID", np.max), [((1, 4, 4, 2),), ((2, 5, 3, 1),), ((0, 2, 2, 1),)],
+           sampler=distinct),
+    OpSpec("max_pool2d_same_overlap", lambda tf, x: tf.nn.max_pool2d(x, [3, 2], [1, 2], "SAME"),
+           lambda x: np_pool(x, (3, 2), (1, 2), "SAME", np.nanmax), [((1, 4, 5, 2),), ((1, 1, 1, 1),)], sampler=distinct),
+    OpSpec("avg_pool2d", lambda tf, x: tf.nn.avg_pool2d(x, 2, 2, "VALID"),
+           lambda x: np_pool(x, (2, 2), (2, 2), "VALID", np.mean), [((1, 4, 4, 2),), ((2, 5, 3, 1),), ((0, 2, 2, 1),)]),
+    OpSpec("avg_pool2d_same", lambda tf, x: tf.nn.avg_pool2d(x, 3, [1, 2], "SAME"),
+           lambda x: np_pool(x, (3, 3), (1, 2), "SAME", np.nanmean), [((1, 4, 5, 2),), ((1, 1, 1, 1),)]),
+    OpSpec("max_pool1d", lambda tf, x: tf.nn.max_pool1d(x, 3, 2, "SAME"),
+           lambda x: np_pool(x[:, None], (1, 3), (1, 2), "SAME", np.nanmax)[:, 0], [((2, 5, 2),)], sampler=distinct),
+]
+
+define_tests(SPECS, globals())
+
+
+# -- errors --------------------------------------------------------------------------
+
+def test_conv2d_errors():
+    x, w = tf.ones([2, 5, 5, 3]), tf.ones([3, 3, 3, 4])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="padding"):
+        tf.nn.conv2d(x, w, 1, "same")
+    with pytest.raises(ValueError, match="size 4"):
+        tf.nn.conv2d(x, w, 1, [[1, 1], [2, 0]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="batch or depth"):
+        tf.nn.conv2d(x, w, 1, [[1, 1], [1, 1], [2, 0], [0, 0]])
+    with pytest.raises(tf.errors.UnimplementedError, match="batch and depth"):
+        tf.nn.conv2d(x, w, [2, 2, 2, 1], "VALID")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="4-dimensional"):
+        tf.nn.conv2d(x, tf.ones([3, 3, 4]), 1, "SAME")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="evenly divisible"):
+        tf.nn.conv2d(x, tf.ones([3, 3, 2, 4]), 1, "SAME")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="negative"):
+        tf.nn.conv2d(x, tf.ones([7, 7, 3, 4]), 1, "VALID")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="larger than 0"):
+        tf.nn.conv2d(x, w, 0, "VALID")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="expected to be a float64 tensor"):
+        tf.nn.conv2d(tf.ones([2, 5, 5, 3], tf.float64), w, 1, "VALID")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out_backprop"):
+        tf.nn.conv2d_transpose(tf.ones([2, 3, 3, 4]), w, [2, 7, 7, 3], 2, "SAME")
+
+
+def test_pool_errors():
+    x = tf.ones([2, 5, 5, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="ksize must be positive"):
+        tf.nn.max_pool2d(x, 0, 1, "SAME")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Stride must be > 0"):
+        tf.nn.max_pool2d(x, 2, 0, "SAME")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Left padding 2"):
+        tf.nn.max_pool2d(x, 2, 1, [[0, 0], [1, 1], [2, 0], [0, 0]])
+    with pytest.raises(TypeError, match="padding"):
+        tf.nn.avg_pool2d(x, 2, 1, [[0, 0], [1, 1], [1, 0], [0, 0]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="int32"):
+        tf.nn.avg_pool2d(tf.ones([2, 5, 5, 3], tf.int32), 2, 1, "SAME")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="4-dimensional"):
+        tf.nn.max_pool2d(tf.ones([5, 5, 3]), 2, 1, "SAME")
+
+
+# -- behaviours beyond the rows -------------------------------------------------------------
+
+def test_shapes_match_tensorflow():
+    tft = tf_module()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 7, 6, 3)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 3, 4)).astype(np.float32)
+    for pad in ["SAME", "VALID", [[0, 0], [1, 2], [0, 1], [0, 0]]]:
+        for st, dl in [(1, 1), (2, 1), ([2, 1], 1), (1, 2), (3, 1)]:
+            ours = tf.nn.conv2d(x, w, st, pad, dilations=dl).numpy()
+            np.testing.assert_allclose(ours, tft.nn.conv2d(x, w, st, pad, dilations=dl).numpy(), rtol=1e-4, atol=1e-4)
+    for pad in ["SAME", "VALID"]:
+        for k, st in [(2, 2), (3, 1), ([2, 3], [1, 2]), (3, 2), (1, 3)]:
+            for ours_fn, tf_fn in [(tf.nn.max_pool2d, tft.nn.max_pool2d), (tf.nn.avg_pool2d, tft.nn.avg_pool2d)]:
+                np.testing.assert_allclose(ours_fn(x, k, st, pad).numpy(), tf_fn(x, k, st, pad).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_nchw_and_batch_dims():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 5, 5, 3))
+    w = rng.normal(size=(3, 3, 3, 4))
+    nhwc = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    nchw = tf.nn.conv2d(x.transpose(0, 3, 1, 2), w, 1, "SAME", data_format="NCHW").numpy()
+    np.testing.assert_allclose(nchw, nhwc.transpose(0, 3, 1, 2), rtol=1e-12)
+    batched = tf.nn.conv2d(np.stack([x, x]), w, 1, "SAME").numpy()
+    np.testing.assert_allclose(batched[1], nhwc, rtol=1e-12)
+    pooled = tf.nn.max_pool2d(x.transpose(0, 3, 1, 2), 2, 2, "VALID", data_format="NCHW").numpy()
+    np.testing.assert_allclose(pooled, tf.nn.max_pool2d(x, 2, 2, "VALID").numpy().transpose(0, 3, 1, 2))
+
+
+def test_zero_output_channels():
+    # TensorFlow without oneDNN allows this; its oneDNN kernel rejects it.
+    assert tf.nn.conv2d(tf.ones([1, 4, 4, 2]), tf.ones([3, 3, 2, 0]), 1, "SAME").shape == [1, 4, 4, 0]
+
+
+def test_max_pool_ties_go_to_first_max():
+    x = tf.constant(np.ones((1, 2, 2, 1)))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.nn.max_pool2d(x, 2, 2, "VALID")
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy().ravel(), [1, 0, 0, 0])
+
+
+def test_conv_hessian_vector_product_matches_tensorflow():
+    tft = tf_module()
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(1, 5, 5, 2)), rng.normal(size=(3, 3, 2, 3))
+    v = rng.normal(size=(1, 5, 5, 2))
+
+    def hvp(m):
+        xs, ws = m.constant(x), m.constant(w)
+        with m.GradientTape() as outer:
+            outer.watch([xs, ws])
+            with m.GradientTape() as inner:
+                inner.watch(xs)
+                y = m.nn.conv2d(m.tanh(xs), ws, [2, 2], "SAME")
+                loss = m.reduce_sum(y * y)
+            g = inner.gradient(loss, xs)
+            gv = m.reduce_sum(g * m.constant(v))
+        return [d.numpy() for d in outer.gradient(gv, [xs, ws])]
+
+    for a, b in zip(hvp(tf), hvp(tft), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_conv_and_pool_are_fast():
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(8, 28, 28, 8)).astype(np.float32))
+    w = tf.constant(rng.normal(size=(3, 3, 8, 16)).astype(np.float32))
+    start = time.perf_counter()
+    for _ in range(5):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = tf.nn.max_pool2d(tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME")), 2, 2, "SAME")
+            loss = tf.reduce_sum(y)
+        tape.gradient(loss, [x, w])
+    per_step = (time.perf_counter() - start) / 5
+    assert per_step < 0.1, f"conv + pool training step took {per_step * 1e3:.1f} ms"

@@ -1,0 +1,220 @@
+"""Spec rows for tf.nn ops (activations, softmax, cross-entropies, layer helpers)."""
+
+import numpy as np
+import pytest
+import scipy.special
+
+import tapeflow as tf
+from op_harness import OpSpec, any_real, away_from_zero, define_tests, positive, tf_module
+
+UNARY = [((3,),), ((),), ((2, 3),), ((0,),), ((1,),)]
+ROWS = [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),)]
+
+
+def distribution(rng, shape, dtype):
+    """Rows of probabilities along the last axis (labels of the dense cross-entropy)."""
+    p = rng.uniform(0.1, 1.0, shape)
+    return (p / p.sum(-1, keepdims=True) if p.size else p).astype(dtype)
+
+
+def class_labels(rng, shapes):
+    shape = shapes[0]
+    return [rng.integers(0, shape[-1], shape[:-1]).astype(np.int32)]
+
+
+def np_log_softmax(x, axis=-1):
+    return x - scipy.special.logsumexp(x, axis=axis, keepdims=True) if x.size else x
+
+
+def np_sparse_xent(x, labels):
+    ls = np_log_softmax(x)
+    return -np.take_along_axis(ls, labels[..., None].astype(np.int64), -1)[..., 0]
+
+
+def np_xent(x, z, axis=-1):
+    return -np.sum(z * np_log_softmax(x, axis), axis=axis)
+
+
+SPECS = [
+    OpSpec("relu", lambda tf, x: tf.nn.relu(x), lambda x: np.maximum(x, 0), UNARY, sampler=away_from_zero),
+    OpSpec("softmax", lambda tf, x: tf.nn.softmax(x), scipy.special.softmax and (lambda x: scipy.special.softmax(x, -1)), ROWS),
+    OpSpec("softmax_axis0", lambda tf, x: tf.nn.softmax(x, axis=0), lambda x: scipy.special.softmax(x, 0),
+           [((2, 3),), ((2, 3, 4),)]),
+    OpSpec("log_softmax", lambda tf, x: tf.nn.log_softmax(x), np_log_softmax, ROWS),
+    OpSpec("log_softmax_axis1", lambda tf, x: tf.nn.log_softmax(x, axis=1), lambda x: np_log_softmax(x, 1), [((2, 3, 4),)]),
+    OpSpec("sparse_softmax_xent",
+           lambda tf, x, labels: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x),
+           np_sparse_xent, [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),)], extra=class_labels),
+    OpSpec("softmax_xent",
+           lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x),
+           np_xent, [((2, 3), (2, 3)), ((3,), (3,)), ((2, 3, 4), (2, 3, 4)), ((0, 3), (0, 3)), ((1, 1), (1, 1)),
+                     ], sampler=(any_real, distribution)),
+    # TensorFlow broadcasts labels in the forward pass but cannot differentiate that; compare with explicit broadcast.
+    OpSpec("softmax_xent_broadcast_labels",
+           lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x),
+           np_xent, [((2, 3), (3,)), ((2, 4, 3), (2, 1, 3))], sampler=(any_real, distribution),
+           tf_fn=lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=tf.broadcast_to(z, x.shape), logits=x)),
+    OpSpec("softmax_xent_axis0",
+           lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x, axis=0),
+           lambda x, z: np_xent(x, z, 0), [((3, 2), (3, 2)), ((4, 2, 3), (4, 2, 3))],
+           sampler=(any_real, lambda rng, s, d: np.moveaxis(distribution(rng, s[1:] + s[:1], d), -1, 0))),
+]
+
+
+def np_sigmoid_xent(x, z):
+    return np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))
+
+
+def unit_interval(rng, shape, dtype):
+    return rng.uniform(0.05, 0.95, shape).astype(dtype)
+
+
+def counts(rng, shape, dtype):
+    return rng.integers(0, 5, shape).astype(dtype)
+
+
+def np_moments(x, axes, keepdims=False):
+    return [x.mean(axis=axes, keepdims=keepdims), x.var(axis=axes, keepdims=keepdims)]
+
+
+def ids_for(rows):
+    return lambda rng, shapes: [rng.integers(0, shapes[0][0], rows).astype(np.int32)]
+
+
+SELU_A, SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+SPECS += [
+    OpSpec("relu6", lambda tf, x: tf.nn.relu6(x * 4.0), lambda x: np.clip(x * 4, 0, 6), UNARY, sampler=away_from_zero),
+    OpSpec("leaky_relu", lambda tf, x: tf.nn.leaky_relu(x, alpha=0.3), lambda x: np.where(x > 0, x, 0.3 * x), UNARY,
+           sampler=away_from_zero),
+    OpSpec("elu", lambda tf, x: tf.nn.elu(x), lambda x: np.where(x > 0, x, np.expm1(x)), UNARY, sampler=away_from_zero),
+    OpSpec("selu", lambda tf, x: tf.nn.selu(x), lambda x: SELU_S * np.where(x > 0, x, SELU_A * np.expm1(x)), UNARY,
+           sampler=away_from_zero),
+    OpSpec("gelu", lambda tf, x: tf.nn.gelu(x), lambda x: 0.5 * x * (1 + scipy.special.erf(x / np.sqrt(2))), UNARY),
+    OpSpec("gelu_approximate", lambda tf, x: tf.nn.gelu(x, approximate=True),
+           lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), UNARY),
+    OpSpec("silu", lambda tf, x: tf.nn.silu(x), lambda x: x * scipy.special.expit(x), UNARY),
+    OpSpec("silu_beta", lambda tf, x: tf.nn.silu(x, beta=2.0), lambda x: x * scipy.special.expit(2 * x), UNARY),
+    OpSpec("swish", lambda tf, x: tf.nn.swish(x), lambda x: x * scipy.special.expit(x), [((2, 3),)]),
+    OpSpec("softplus", lambda tf, x: tf.nn.softplus(x), lambda x: np.logaddexp(0, x), UNARY),
+    OpSpec("softsign", lambda tf, x: tf.nn.softsign(x), lambda x: x / (1 + np.abs(x)), UNARY, sampler=away_from_zero),
+    OpSpec("sigmoid_xent", lambda tf, x, z: tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x),
+           np_sigmoid_xent, [((3,), (3,)), ((), ()), ((2, 3), (2, 3)), ((0,), (0,))],
+           sampler=(away_from_zero, unit_interval)),
+    OpSpec("weighted_xent", lambda tf, x, z: tf.nn.weighted_cross_entropy_with_logits(labels=z, logits=x, pos_weight=1.7),
+           lambda x, z: (1 - z) * x + (1 + 0.7 * z) * (np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)),
+           [((3,), (3,)), ((2, 3), (2, 3))], sampler=(away_from_zero, unit_interval)),
+    OpSpec("log_poisson_loss", lambda tf, x, z: tf.nn.log_poisson_loss(z, x, compute_full_loss=True),
+           lambda x, z: np.exp(x) - x * z + np.where(z > 1, z * np.log(np.maximum(z, 1)) - z + 0.5 * np.log(2 * np.pi * np.maximum(z, 1)), 0),
+           [((5,), (5,)), ((2, 3), (2, 3))], sampler=(any_real, counts), wrt=(0,)),
+    OpSpec("bias_add", lambda tf, x, b: tf.nn.bias_add(x, b), lambda x, b: x + b,
+           [((2, 3), (3,)), ((2, 4, 4, 3), (3,)), ((0, 3), (3,)), ((2, 1), (1,))]),
+    OpSpec("bias_add_nchw", lambda tf, x, b: tf.nn.bias_add(x, b, data_format="NCHW"),
+           lambda x, b: x + b.reshape((-1,) + (1,) * (x.ndim - 2)), [((2, 3, 4, 2), (3,)), ((2, 3), (3,))]),
+    OpSpec("l2_loss", lambda tf, x: tf.nn.l2_loss(x), lambda x: np.sum(x * x) / 2, UNARY),
+    OpSpec("moments", lambda tf, x: list(tf.nn.moments(x, axes=[0])), lambda x: np_moments(x, 0),
+           [((4, 3),), ((5,),), ((1, 2),)]),
+    OpSpec("moments_keepdims", lambda tf, x: list(tf.nn.moments(x, axes=[0, 1, 2], keepdims=True)),
+           lambda x: np_moments(x, (0, 1, 2), True), [((2, 3, 2, 2),)]),
+    OpSpec("batch_normalization",
+           lambda tf, x, m, v, o, s: tf.nn.batch_normalization(x, m, v, o, s, 1e-3),
+           lambda x, m, v, o, s: (x - m) / np.sqrt(v + 1e-3) * s + o,
+           [((4, 3), (3,), (3,), (3,), (3,)), ((2, 2, 2, 3), (3,), (3,), (3,), (3,))],
+           sampler=(any_real, any_real, positive, any_real, any_real)),
+    OpSpec("batch_normalization_no_affine",
+           lambda tf, x, m, v: tf.nn.batch_normalization(x, m, v, None, None, 1e-3),
+           lambda x, m, v: (x - m) / np.sqrt(v + 1e-3), [((4, 3), (3,), (3,))], sampler=(any_real, any_real, positive)),
+    OpSpec("embedding_lookup", lambda tf, p, ids: tf.nn.embedding_lookup(p, ids), lambda p, ids: p[ids],
+           [((5, 3),), ((4,),), ((6, 2, 2),)], extra=ids_for((2, 3))),
+    OpSpec("embedding_lookup_list", lambda tf, p, q, ids: tf.nn.embedding_lookup([p, q], ids),
+           lambda p, q, ids: np.concatenate([p, q])[ids], [((3, 2), (2, 2))],
+           extra=lambda rng, shapes: [np.array([0, 4, 2, 3, 3], np.int32)]),
+    OpSpec("embedding_lookup_max_norm", lambda tf, p, ids: tf.nn.embedding_lookup(p, ids, max_norm=1.0),
+           lambda p, ids: p[ids] * np.minimum(1.0, 1.0 / np.linalg.norm(p[ids], axis=-1, keepdims=True)),
+           [((5, 3),)], extra=ids_for((4,))),
+]
+
+define_tests(SPECS, globals())
+
+
+# -- behaviours beyond the spec rows ------------------------------------------------
+
+def test_relu_on_ints_keeps_dtype():
+    out = tf.nn.relu(tf.constant([-3, 4]))
+    assert out.dtype == tf.int32 and out.numpy().tolist() == [0, 4]
+
+
+@pytest.mark.parametrize("fn", [tf.nn.softmax, tf.nn.log_softmax])
+def test_softmax_rejects_scalars_and_ints(fn):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dimension"):
+        fn(tf.constant(1.0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="int32"):
+        fn(tf.constant([1, 2]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="dim"):
+        fn(tf.zeros([2, 3]), axis=2)
+
+
+def test_sparse_xent_errors_match_tensorflow():
+    logits = tf.zeros([2, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"label value of 5 .*\[0, 3\)"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 5], logits=logits)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="label value of -1"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, -1], logits=logits)
+    with pytest.raises(ValueError, match="rank"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[[0, 1]], logits=logits)
+    with pytest.raises(ValueError, match="except for the last dimension"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1, 2], logits=logits)
+    with pytest.raises(ValueError, match="scalar"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0], logits=tf.constant(0.0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Tlabels"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0.0, 1.0], logits=logits)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least one class"):
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 0], logits=tf.zeros([2, 0]))
+
+
+def test_dense_xent_errors_and_label_cast():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="broadcastable"):
+        tf.nn.softmax_cross_entropy_with_logits(labels=tf.zeros([2, 4]), logits=tf.zeros([2, 3]))
+    out = tf.nn.softmax_cross_entropy_with_logits(labels=tf.zeros([2, 3], tf.float64), logits=tf.zeros([2, 3]))
+    assert out.dtype == tf.float32
+    assert tf.nn.softmax_cross_entropy_with_logits(labels=tf.zeros([]), logits=tf.zeros([])).shape == []
+
+
+def test_xent_second_output_gets_none_and_half_precision():
+    logits = tf.constant(np.random.default_rng(0).normal(size=(4, 5)).astype(np.float16))
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 1, 2, 3], logits=logits)
+    g = tape.gradient(loss, logits)
+    assert loss.dtype == tf.float16 and g.dtype == tf.float16
+    want = scipy.special.softmax(logits.numpy().astype(np.float64), -1) - np.eye(5)[:4]
+    np.testing.assert_allclose(g.numpy(), want, atol=2e-3)
+
+
+def test_xent_hessian_vector_products_match_tensorflow():
+    """Second order through both cross-entropies (backprop output used), compared with TensorFlow."""
+    tft = tf_module()
+    rng = np.random.default_rng(1)
+    x, v = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    z = distribution(np.random.default_rng(2), (3, 4), np.float64)
+
+    def hvp(m, sparse):
+        xs, zs = m.constant(x), m.constant(z)
+        with m.GradientTape() as outer:
+            outer.watch([xs, zs])
+            with m.GradientTape() as inner:
+                inner.watch(xs)
+                if sparse:
+                    loss = m.nn.sparse_softmax_cross_entropy_with_logits(labels=[0, 3, 1], logits=xs)
+                else:
+                    loss = m.nn.softmax_cross_entropy_with_logits(labels=zs, logits=xs)
+                loss = m.reduce_sum(loss * m.constant([1.0, 2.0, 3.0], m.float64))
+            g = inner.gradient(loss, xs)
+            gv = m.reduce_sum(g * m.constant(v))
+        return [None if d is None else d.numpy() for d in outer.gradient(gv, [xs, zs])]
+
+    for sparse in (True, False):
+        ours, theirs = hvp(tf, sparse), hvp(tft, sparse)
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
+        if sparse:
+            assert ours[1] is None and theirs[1] is None
