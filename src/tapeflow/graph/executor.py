@@ -12,7 +12,7 @@ import numpy as np
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variables import Variable
-from tapeflow.graph.graph import Operation, SymbolicTensor
+from tapeflow.graph.graph import Operation, SymbolicTensor, _const
 
 
 def _needed_ops(fetch_ops, feeds, extra_ops):
@@ -38,6 +38,18 @@ def _needed_ops(fetch_ops, feeds, extra_ops):
                 if isinstance(t, SymbolicTensor) and t._id not in fed and t.op._id not in visited:
                     stack.append((t.op, False))
     return order
+
+
+def _cse_key(op, ins):
+    """A key equal for ops computing the same value (None for stateful or unhashable ones)."""
+    if op.op_def.stateful:
+        return None
+    try:
+        attrs = tuple(sorted(op.attrs.items())) if op.attrs else ()
+        hash(attrs)
+    except TypeError:
+        return None
+    return (op.op_def.type, ins, attrs)
 
 
 class Plan:
@@ -74,20 +86,39 @@ class Plan:
         extra = graph._stateful_ops if run_stateful else ()
         ops = _needed_ops(fetch_ops, feeds, extra)
         steps = []
-        last_use = {}
-        for n, op in enumerate(ops):
+        known = set()       # slots whose value is known when the plan is built
+        seen = {}           # (op type, input slots, attrs) -> output slots, for CSE
+        for op in ops:
             ins, variables = [], []
             for k, t in enumerate(op.inputs):
                 if isinstance(t, SymbolicTensor):
                     ins.append(slot(t._id))
-                    last_use[ins[-1]] = n
                 elif isinstance(t, Variable):
                     ins.append(slot(("var", t._id)))
                     variables.append((k, t))
                 else:
                     ins.append(slot(("const", t._id), t._value))
+                    known.add(ins[-1])
+            ins = tuple(ins)
+            if op.op_def is _const:
+                known.add(slot(op.outputs[0]._id, op.attrs["value"]))
+                continue
+            if self._fold(op, ins, variables, known, template, slot):
+                continue
+            key = _cse_key(op, ins)
+            if key is not None and key in seen:       # the same computation again: reuse its outputs
+                for t, index in zip(op.outputs, seen[key]):
+                    slot_of[t._id] = index
+                continue
             outs = tuple(slot(t._id) for t in op.outputs)
-            steps.append([op, tuple(ins), tuple(variables), outs, ()])
+            if key is not None:
+                seen[key] = outs
+            steps.append([op, ins, tuple(variables), outs, ()])
+        last_use = {}
+        for n, (_, ins, _, _, _) in enumerate(steps):
+            for index in ins:
+                if index not in known:
+                    last_use[index] = n
         fetch_slots = []
         for f in fetches:
             if isinstance(f, SymbolicTensor):
@@ -107,6 +138,22 @@ class Plan:
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template
         self._fetch_slots = fetch_slots
+
+    @staticmethod
+    def _fold(op, ins, variables, known, template, slot):
+        """Constant folding: runs a pure op whose inputs are all known now."""
+        if op.op_def.stateful or variables or not ins or any(i not in known for i in ins):
+            return False
+        try:
+            result = op.op_def.kernel(*[template[i] for i in ins], **op.attrs)
+        except Exception:      # left for run time, where it raises with the node's name
+            return False
+        results = (result,) if op.op_def.num_outputs == 1 else tuple(result)
+        for t, value in zip(op.outputs, results):
+            index = slot(t._id)
+            template[index] = value
+            known.add(index)
+        return True
 
     def run(self, feed_values):
         """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
