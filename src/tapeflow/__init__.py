@@ -4,7 +4,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import executing_eagerly
 from tapeflow.framework.dtypes import (
     DType, as_dtype, bfloat16, bool, complex64, complex128, double, float16, float32, float64, half,
-    int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    int8, int16, int32, int64, uint8, uint16, uint32, uint64, variant,
 )
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import NotDifferentiable, RegisterGradient, no_gradient
@@ -27,6 +27,7 @@ from tapeflow.graph.gradients import AggregationMethod, gradients
 from tapeflow.graph.control_flow import cond, while_loop
 from tapeflow.graph.function import function
 from tapeflow.graph.graph import Graph
+from tapeflow.graph.tensor_array import TensorArray
 from tapeflow.graph.scopes import control_dependencies, name_scope
 from tapeflow import compat, errors, linalg, math, nest, nn, random, test  # noqa: E402
 

@@ -53,6 +53,9 @@ class _VSpace:
         """Sums gradients: dense with add_n; all-IndexedSlices by concatenation."""
         from tapeflow.ops import math_ops
         if all(type(g) is not IndexedSlices for g in grads):
+            if grads[0]._value.dtype == object:      # TensorArray gradient lists
+                from tapeflow.graph import tensor_array
+                return tensor_array.add_all(grads)
             return math_ops.add_n(grads)
         if any(type(g) is not IndexedSlices for g in grads):
             return math_ops.add_n([convert_to_tensor(g) for g in grads])
@@ -189,6 +192,9 @@ class GradientTape:
             else:
                 _log.debug("Calling GradientTape.gradient on a persistent tape inside its context "
                            "records the gradient computation as well.")
+        if target is None:
+            raise TypeError("Argument `target` should be a list or nested structure of Tensors or "
+                            "Variables to be differentiated, but received None.")
         unconnected = _unconnected(unconnected_gradients)
         flat_sources = nest.flatten(sources)
         flat_grads = self._compute(nest.flatten(target), flat_sources, output_gradients)
@@ -212,9 +218,9 @@ class GradientTape:
         source_keys = []
         for s in flat_sources:
             key = _source_key(s)
-            if s._value.dtype not in dtypes.TRAINABLE_NP:
-                _log.warning("The dtype of the source tensor must be floating (e.g. tf.float32) when "
-                             "calling GradientTape.gradient, got %r", s.dtype)
+            if s._value.dtype not in dtypes.TRAINABLE_NP:   # its gradient is None (TF logs this at vlog 1)
+                _log.debug("The dtype of the source tensor must be floating (e.g. tf.float32) when "
+                           "calling GradientTape.gradient, got %r", s.dtype)
             source_keys.append(key)
         out_grads = None
         if output_gradients is not None:

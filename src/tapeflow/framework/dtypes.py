@@ -59,11 +59,31 @@ class DType:
 
     @property
     def min(self):
-        return _limits(self._np).min
+        """The smallest value of this type; TypeError for complex and bool types."""
+        return self._limits()[0]
 
     @property
     def max(self):
-        return _limits(self._np).max
+        """The largest value of this type; TypeError for complex and bool types."""
+        return self._limits()[1]
+
+    @property
+    def limits(self):
+        return self._limits()
+
+    @property
+    def as_datatype_enum(self):
+        return _ENUM_OF[self.name]
+
+    def _limits(self):
+        kind = self._np.kind
+        if kind in "iu":
+            info = np.iinfo(self._np)
+        elif kind == "f" or self is bfloat16:
+            info = ml_dtypes.finfo(self._np)
+        else:
+            raise TypeError(f"Cannot find minimum value of {self!r} with type {self!r}.")
+        return info.min, info.max
 
     def is_compatible_with(self, other):
         return self is as_dtype(other)
@@ -91,14 +111,6 @@ class DType:
         return as_dtype, (self.name,)
 
 
-def _limits(np_dtype):
-    if np_dtype.kind in "iu":
-        return np.iinfo(np_dtype)
-    if np_dtype.kind == "b":
-        return type("BoolLimits", (), {"min": False, "max": True})
-    return ml_dtypes.finfo(np_dtype)
-
-
 float16 = DType("float16", np.float16)
 half = float16
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
@@ -116,12 +128,19 @@ uint16 = DType("uint16", np.uint16)
 uint32 = DType("uint32", np.uint32)
 uint64 = DType("uint64", np.uint64)
 bool = DType("bool", np.bool_)  # noqa: A001 - TensorFlow's public name
+variant = DType("variant", object)   # TensorArray flows (a Python list of arrays)
 
 _ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16,
-        int32, int64, uint8, uint16, uint32, uint64, bool)
+        int32, int64, uint8, uint16, uint32, uint64, bool, variant)
 _FLOATING = frozenset((float16, bfloat16, float32, float64))
 _COMPLEX = frozenset((complex64, complex128))
 _INTEGER = frozenset((int8, int16, int32, int64, uint8, uint16, uint32, uint64))
+
+# TensorFlow's DataType enum values (types.proto), accepted by `as_dtype`.
+_ENUM_OF = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "complex64": 8,
+            "int64": 9, "bool": 10, "bfloat16": 14, "uint16": 17, "complex128": 18, "float16": 19,
+            "uint32": 22, "uint64": 23}
+_BY_ENUM = {v: _BY_NAME_TMP for v, _BY_NAME_TMP in ()}  # filled below
 
 # NumPy dtype -> DType, the one lookup the hot path makes.
 _BY_NP = {d._np: d for d in _ALL}
@@ -129,9 +148,9 @@ _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update(half=float16, double=float64, float=float32)
 
 # NumPy dtypes whose tensors the tape records (tape.h's IsDtypeTrainable).
-TRAINABLE_NP = frozenset(d._np for d in _FLOATING | _COMPLEX)
+TRAINABLE_NP = frozenset(d._np for d in _FLOATING | _COMPLEX | {variant})
 FLOAT_NP = frozenset(d._np for d in _FLOATING)
-INEXACT_NP = TRAINABLE_NP
+INEXACT_NP = frozenset(d._np for d in _FLOATING | _COMPLEX)
 
 
 def from_numpy(np_dtype):

@@ -13,7 +13,7 @@ that is again such an op:
 
 import numpy as np
 
-from tapeflow.framework import nest
+from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
@@ -22,11 +22,8 @@ from tapeflow.framework.variables import Variable
 from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function
 from tapeflow.graph.graph import Meta, SymbolicTensor
 
-_FLOAT_KINDS = "fc"
-
-
 def _trainable(t):
-    return t._value.dtype.kind in _FLOAT_KINDS
+    return t._value.dtype in dtypes.TRAINABLE_NP
 
 
 def _in_graph(*values):
@@ -68,6 +65,12 @@ def _union_variables(functions):
                 seen.add(v._id)
                 out.append(v)
     return out
+
+
+def _add(a, b):
+    """Sum of two gradients (dense tensors, IndexedSlices or TensorArray gradient lists)."""
+    from tapeflow.eager.backprop import _VSpace
+    return convert_to_tensor(_VSpace.aggregate([a, b]))
 
 
 def _zeros_like(t):
@@ -300,7 +303,7 @@ def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, m
     variables = _union_variables([cond_f, body_f])
     for v in variables:
         v._note_access()
-    keep = bool(back_prop) and any(m.dtype.kind in _FLOAT_KINDS for m in metas)
+    keep = bool(back_prop) and any(m.dtype in dtypes.TRAINABLE_NP for m in metas)
     max_iter = convert_to_tensor(-1 if maximum_iterations is None else maximum_iterations)
     out_metas = list(metas)
     if keep:
@@ -351,17 +354,17 @@ def _while_grad(op, *dys):
             g = grads[k]
             g = _zeros_like(dv[t]) if g is None else convert_to_tensor(g)
             if k in d_hist:
-                g = g + array_ops.gather(d_hist[k], i)
+                g = _add(g, array_ops.gather(d_hist[k], i))
             new_dv.append(g)
         for local, p in enumerate(body_caps):
             g = grads[n + local]
             if g is not None and p in cap_trainable:
                 slot = cap_trainable.index(p)
-                acc_c[slot] = acc_c[slot] + convert_to_tensor(g)
+                acc_c[slot] = _add(acc_c[slot], convert_to_tensor(g))
         for k, v in enumerate(variables):
             local = var_local.get(v._id)
             if local is not None and grads[n_body + local] is not None:
-                acc_v[k] = acc_v[k] + convert_to_tensor(grads[n_body + local])
+                acc_v[k] = _add(acc_v[k], convert_to_tensor(grads[n_body + local]))
         return [i - 1] + new_dv + acc_c + acc_v
 
     dv0 = [_zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]

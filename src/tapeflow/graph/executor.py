@@ -105,7 +105,7 @@ class Plan:
                 continue
             if self._fold(op, ins, variables, known, template, slot):
                 continue
-            key = _cse_key(op, ins)
+            key = None if variables else _cse_key(op, ins)   # variable reads see earlier writes
             if key is not None and key in seen:       # the same computation again: reuse its outputs
                 for t, index in zip(op.outputs, seen[key]):
                     slot_of[t._id] = index

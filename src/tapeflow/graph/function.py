@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from tapeflow.framework import nest
+from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
@@ -97,7 +97,7 @@ def _call_grad(op, *dys):
     backward = f._backward_function()
     outputs = f._flat_tensor_outputs
     dys = [_zeros_like_meta(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
-    trainable = [i for i, t in enumerate(outputs) if t._value.dtype.kind in "fc"]
+    trainable = [i for i, t in enumerate(outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
     n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, then variables
     grads = iter(backward._call_flat(list(op.inputs[:n_inputs]) + [dys[i] for i in trainable]))
     return [next(grads) if present else None for present in backward._grad_mask]
@@ -180,14 +180,14 @@ def _trace_backward(forward):
     from tapeflow.graph.gradients import gradients
     inputs = forward.inputs
     outputs = forward._flat_tensor_outputs
-    trainable = [t for t in outputs if t._value.dtype.kind in "fc"]
+    trainable = [t for t in outputs if t._value.dtype in dtypes.TRAINABLE_NP]
     graph = FuncGraph(f"{forward.graph.name}_backward", outer_graph=None)
     with graph.as_default():
         new_inputs = [graph._new_placeholder(t._value.shape, t._value.dtype, "input") for t in inputs]
         new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
         graph.inputs = new_inputs + new_dys
         new_outputs = inline(forward, new_inputs)
-        new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype.kind in "fc"]
+        new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
         xs = new_inputs + list(forward.graph.variables)
         grads = gradients(new_trainable, xs, grad_ys=new_dys) if new_trainable else [None] * len(xs)
     mask = [g is not None for g in grads]
@@ -326,9 +326,10 @@ class Function:
                         shape, dtype = tuple(spec.shape.as_list()), spec.dtype._np
                     elif isinstance(value, TensorSpec):
                         shape, dtype = tuple(value.shape.as_list()), value.dtype._np
+                    elif isinstance(value, Tensor):     # eager or symbolic (a Meta): static shape and dtype
+                        shape, dtype = tuple(value._value.shape), np.dtype(value._value.dtype)
                     else:
-                        v = value._value if isinstance(value, Tensor) else value
-                        shape, dtype = tuple(np.shape(v)), np.asarray(v).dtype
+                        shape, dtype = value.shape, value.dtype
                     placeholder = graph._new_placeholder(shape, dtype, "arg")
                     graph.inputs.append(placeholder)
                     new_flat.append(placeholder)

@@ -132,7 +132,7 @@ def _aggregate(grad_list, method):
         return None
     if len(terms) == 1:
         return terms[0]
-    if any(isinstance(g, IndexedSlices) for g in terms):
+    if any(isinstance(g, IndexedSlices) for g in terms) or terms[0]._value.dtype == object:
         return _VSpace.aggregate(terms)
     if method in (AggregationMethod.EXPERIMENTAL_TREE, AggregationMethod.EXPERIMENTAL_ACCUMULATE_N):
         total = terms[0]

@@ -227,10 +227,12 @@ def _abstract_run(op_def, inputs, shapes, attrs):
     values = []
     for t, shape in zip(inputs, shapes):
         v = t._value
-        if type(v) is Meta:
-            values.append(np.zeros(shape, v.dtype))
-        else:
+        if type(v) is not Meta:
             values.append(v)
+        elif t._op.op_def is _const:      # constants take part with their real values
+            values.append(t._op.attrs["value"])
+        else:
+            values.append(np.zeros(shape, v.dtype))
     out = op_def.kernel(*values, **attrs)
     outs = (out,) if op_def.num_outputs == 1 else tuple(out)
     return [Meta(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]

@@ -99,6 +99,14 @@ def _strided_slice_grad_op(dy, begin, end, strides, shape, begin_mask, end_mask,
     return out
 
 
+_strided_slice_grad_op.shape_fn = lambda dy, *_, shape, **__: [_meta(shape, dy.dtype)]
+
+
+def _meta(shape, dtype):
+    from tapeflow.graph.graph import Meta
+    return Meta(tuple(shape), dtype)
+
+
 @_strided_slice_grad_op.def_grad
 def _strided_slice_grad_grad(op, ddx):
     _, begin, end, strides = op.inputs                 # the adjoint of "place at the slice" is the slice
