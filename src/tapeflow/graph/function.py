@@ -13,6 +13,7 @@ import inspect
 import weakref
 
 import numpy as np
+import optree
 
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
@@ -298,8 +299,10 @@ class Function:
         if len(args) != len(self._input_signature):
             raise TypeError(f"{self._name}() takes {len(self._input_signature)} positional arguments per its "
                             f"input_signature but {len(args)} were given.")
-        flat_args = nest.flatten(list(args))
-        if len(flat_args) != len(flat_sig):
+        try:    # flattened up to the signature's leaves: a list may bind to one TensorSpec
+            flat_args = optree.tree_structure(list(self._input_signature), none_is_leaf=True,
+                                              namespace="tapeflow").flatten_up_to(list(args))
+        except ValueError:
             raise ValueError(f"Structure of Python function inputs does not match input_signature: "
                              f"{args!r} vs {self._input_signature!r}")
         converted = []
@@ -311,7 +314,7 @@ class Function:
                                     f"compatible with the input_signature {spec!r}.")
                 value = t
             converted.append(value)
-        return nest.pack_sequence_as(list(args), converted), {}
+        return nest.pack_sequence_as(list(self._input_signature), converted), {}
 
     def _trace(self, args, kwargs):
         outer = state.graphs[-1] if state.graphs else None
@@ -354,6 +357,9 @@ class Function:
         if isinstance(value, Tensor) and not isinstance(value, SymbolicTensor):
             with graph.as_default():
                 return const(graph, value) if value._id >= graph._first_own_id else graph.capture(value)
+        if isinstance(value, (bool, int, float, complex, np.generic, np.ndarray)):
+            with graph.as_default():     # Python and NumPy values are returned as tensors, like TF
+                return convert_to_tensor(value)
         return value
 
 
@@ -368,3 +374,37 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
                         reduce_retracing=reduce_retracing, **kwargs)
     return wrap if func is None else wrap(func)
 
+
+
+def extract(inputs, outputs):
+    """The part of the default graph computing `outputs` from `inputs`, as a ConcreteFunction.
+
+    Ops that do not depend on `inputs` are not copied: the function captures
+    their results, so calling it recomputes only what changes with the inputs.
+    """
+    graph = state.graphs[-1]
+    depends = {t._id for t in inputs}
+    needed = {t._id for t in outputs if isinstance(t, SymbolicTensor)}
+    chosen = []
+    for op_ in graph._ops:
+        if any(t._id in depends for t in op_.inputs):
+            depends.update(t._id for t in op_.outputs)
+            chosen.append(op_)
+    keep = []
+    for op_ in reversed(chosen):                      # only what the outputs need
+        if any(t._id in needed for t in op_.outputs):
+            keep.append(op_)
+            needed.update(t._id for t in op_.inputs)
+    fgraph = FuncGraph("extracted", outer_graph=graph)
+    with fgraph.as_default():
+        mapping = {}
+        for t in inputs:
+            mapping[t._id] = fgraph._new_placeholder(t._value.shape, t._value.dtype, "input")
+        fgraph.inputs = [mapping[t._id] for t in inputs]
+        for op_ in reversed(keep):
+            args = [mapping.get(t._id, t) for t in op_.inputs]
+            result = fgraph._create_op(op_.op_def, args, op_.attrs, metas=[t._value for t in op_.outputs])
+            for old, new in zip(op_.outputs, (result,) if op_.op_def.num_outputs == 1 else result):
+                mapping[old._id] = new
+        flat = [Function._output(fgraph, mapping.get(t._id, t)) for t in outputs]
+    return ConcreteFunction(fgraph, flat, flat)

@@ -11,6 +11,8 @@ The algorithm, on the ops of the default graph:
 
 import collections
 
+import numpy as np
+
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
@@ -269,3 +271,52 @@ def gradients_v1(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with
                  unconnected_gradients="none"):
     """`tf.compat.v1.gradients`: `gradients` with the TF1 signature."""
     return _gradients(ys, xs, grad_ys, stop_gradients, aggregation_method, unconnected_gradients)
+
+
+def _hessian(x, gradient):
+    """The Hessian block d gradient / d x, one Hessian-vector product per row in a while_loop.
+
+    The product graph H v is built once, with v a free input, and extracted into a
+    function that the loop calls with each unit vector.
+    """
+    from tapeflow.graph.control_flow import while_loop
+    from tapeflow.graph.function import extract
+    from tapeflow.graph.session import placeholder
+    from tapeflow.graph.tensor_array import TensorArray
+    from tapeflow.ops import array_ops
+    shape = tuple(x._value.shape)
+    if None in shape:
+        raise ValueError(f"hessians needs a fully known static shape for {x!r}, got {TensorShape(shape)}.")
+    n = int(np.prod(shape, dtype=np.int64))
+    v = placeholder(dtypes.from_numpy(x._value.dtype), list(shape))
+    hv = gradients(gradient, x, grad_ys=v)[0]
+    if hv is None:
+        hv = _zeros_for(x)
+    product = extract([v], [convert_to_tensor(hv)])
+    eye = convert_to_tensor(np.eye(n, dtype=x._value.dtype))
+
+    def row(j, rows):
+        unit = array_ops.reshape(array_ops.gather(eye, j), shape)
+        return j + 1, rows.write(j, product._call_flat([unit])[0])
+
+    _, rows = while_loop(lambda j, _: j < n, row, (0, TensorArray(dtypes.from_numpy(x._value.dtype), size=n,
+                                                                  element_shape=shape)))
+    return array_ops.reshape(rows.stack(), shape + shape)
+
+
+def hessians(ys, xs, gate_gradients=False, aggregation_method=None, name="hessians"):
+    """The Hessians of sum(ys) with respect to each x, of shape x.shape + x.shape (graph mode).
+
+    Raises:
+      RuntimeError: called while executing eagerly.
+      ValueError: an x without a fully known static shape.
+    """
+    xs = _as_list(xs)
+    grads = gradients(ys, xs, aggregation_method=aggregation_method)
+    return [None if g is None else _hessian(x, convert_to_tensor(g)) for x, g in zip(xs, grads)]
+
+
+def hessians_v1(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gradients=False,
+                aggregation_method=None):
+    """`tf.compat.v1.hessians`: `hessians` with the TF1 signature."""
+    return hessians(ys, xs, gate_gradients, aggregation_method, name)

@@ -12,7 +12,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import convert_inputs, execute, no_gradient, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
 from tapeflow.ops.grad_util import unbroadcast
@@ -92,8 +92,12 @@ def stop_gradient(input, name=None):  # noqa: A002
 
 # -- reshapes ------------------------------------------------------------------
 
-def _resolve_shape(size_, shape):
-    """TensorFlow's Reshape checks; returns the shape with -1 filled in."""
+def _resolve_shape(input_shape, shape):
+    """TensorFlow's Reshape checks; returns `shape` with its -1 filled in.
+
+    With a zero among the requested sizes, the -1 is found from the nonzero
+    sizes only (TensorFlow's rule), e.g. [0, 3] -> [3, 0, -1] gives [3, 0, 1].
+    """
     unknown, known = None, 1
     for i, d in enumerate(shape):
         if d == -1:
@@ -102,15 +106,18 @@ def _resolve_shape(size_, shape):
             unknown = i
         elif d < 0:
             raise ValueError(f"Size {i} must be non-negative, not {d}")
-        else:
+        elif d:
             known *= d
+    size_ = int(np.prod(input_shape, dtype=np.int64))
+    has_zero = 0 in shape
     if unknown is None:
-        if known != size_:
-            raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape has {known}")
+        if (0 if has_zero else known) != size_:
+            raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape has "
+                             f"{0 if has_zero else known}")
         return shape
-    if known == 0 or size_ % known:
-        if known == 0 and size_ == 0:
-            return shape[:unknown] + (0,) + shape[unknown + 1:]
+    if has_zero:
+        return shape[:unknown] + (int(np.prod([d for d in input_shape if d], dtype=np.int64)) // known,) + shape[unknown + 1:]
+    if size_ % known:
         raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape requires "
                          f"a multiple of {known}")
     return shape[:unknown] + (size_ // known,) + shape[unknown + 1:]
@@ -118,10 +125,29 @@ def _resolve_shape(size_, shape):
 
 @op("Reshape", same_dtype=False)
 def _reshape(x, shape):
+    if -1 in shape or min(shape, default=0) < 0 or 0 in shape:
+        shape = _resolve_shape(x.shape, shape)
     try:
         return np.reshape(x, shape)
     except ValueError:
-        return np.reshape(x, _resolve_shape(x.size, shape))
+        return np.reshape(x, _resolve_shape(x.shape, shape))
+
+
+def _reshape_shape(x, shape):
+    """Static shape of a reshape in a graph: -1 resolved when the input size is known."""
+    from tapeflow.graph.graph import Meta
+    dims = list(shape)
+    if -1 in dims:
+        known = 1
+        for d in dims:
+            if d != -1:
+                known *= d
+        size = None if None in x.shape else int(np.prod(x.shape, dtype=np.int64))
+        dims[dims.index(-1)] = None if size is None or known == 0 else size // known
+    return [Meta(tuple(dims), x.dtype)]
+
+
+_reshape.shape_fn = _reshape_shape
 
 
 @_reshape.def_grad
@@ -291,6 +317,8 @@ def stack(values, axis=0, name="stack"):
     """
     if not values:
         return Tensor(np.zeros(0, np.float32))
+    if axis == 0 and not _contains_tensor(values):
+        return convert_to_tensor(values)                # plain values: one dtype for the whole list
     xs = convert_inputs(values)
     rank_ = xs[0]._value.ndim
     if not -rank_ - 1 <= axis <= rank_:
@@ -571,6 +599,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                                        f"{b}, {a} greater than {d} [Op:{op_type}]")
     if mode != "CONSTANT":
         return execute(_mirror_pad, (x,), {"paddings": pads, "mode": mode})
+    if isinstance(constant_values, int) and constant_values == 0:
+        constant_values = np.zeros((), x._value.dtype)    # the default fits every dtype, bool included
     value = convert_inputs([x, constant_values])[1]
     if value._value.ndim:
         raise InvalidArgumentError(None, "PadV2", f"constant_values must be a scalar. Got shape "
