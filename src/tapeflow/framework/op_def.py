@@ -202,11 +202,13 @@ def execute(op_, inputs, attrs):
 
 
 def _builds_node(op_, inputs):
-    """In a graph, ops on symbolic tensors or variables, and stateful ops, become nodes."""
+    """In a graph, ops on symbolic tensors, variables or values captured from outside
+    a function (eager tensors older than its tracing), and stateful ops, become nodes."""
     if op_.stateful:
         return True
+    first_own = state.graphs[-1]._first_own_id
     for t in inputs:
-        if type(t) is not Tensor:
+        if type(t) is not Tensor or t._id < first_own:
             return True
     return False
 
@@ -224,7 +226,7 @@ def record(op_, inputs, outputs, attrs):
     A tape records the op when it traces one of its inputs of a trainable dtype.
     """
     tapes = state.tapes
-    if len(tapes) == 1 and len(inputs) <= 2:      # fast paths: one tape, unary or binary op
+    if len(tapes) == 1 and 0 < len(inputs) <= 2:  # fast paths: one tape, unary or binary op
         tape = tapes[0]
         traced = tape._tensor_tape
         if len(inputs) == 1:

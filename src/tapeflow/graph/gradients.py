@@ -175,6 +175,8 @@ def _gradients(ys, xs, grad_ys, stop_gradients, aggregation_method, unconnected_
     xs = [x if isinstance(x, Variable) else convert_to_tensor(x) for x in _as_list(xs)]
     grad_ys = _default_grad_ys([None] * len(ys) if grad_ys is None else _as_list(grad_ys), ys)
     graph = state.graphs[-1]
+    captured = getattr(graph, "_capture_of", {})     # outer values seen inside as placeholders
+    xs = [captured.get(x._id, x) for x in xs]
     consumers = _Consumers(graph)
     between, pending = _pending_counts(ys, xs, consumers)
     stop_ids = {t.op._id for t in _as_list(stop_gradients or []) if isinstance(t, SymbolicTensor)}

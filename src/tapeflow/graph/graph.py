@@ -251,6 +251,7 @@ class Graph:
     """
 
     building_function = False
+    _first_own_id = 0     # eager tensors older than this are captured (FuncGraph) rather than folded
 
     def __init__(self):
         self._ops = []
