@@ -22,6 +22,7 @@ from tapeflow.ops.math_ops import *  # noqa: F401,F403
 from tapeflow.ops.linalg_ops import *  # noqa: F401,F403
 from tapeflow.ops.nn_ops import *  # noqa: F401,F403
 from tapeflow.ops import operators as _operators  # noqa: F401  (installs Tensor operators)
+from tapeflow.custom_gradient import custom_gradient, grad_pass_through, recompute_grad
 from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
 from tapeflow.graph.gradients import AggregationMethod, gradients, hessians
 from tapeflow.graph.control_flow import cond, while_loop

@@ -14,6 +14,7 @@ class _State(threading.local):
         self.tapes = []        # active GradientTapes, innermost last
         self.graphs = []       # default graphs, innermost last (graph mode)
         self.scopes = {}       # scoped settings (strategy, name scope, ...)
+        self.variable_watchers = []   # custom_gradient's watchers of variable reads
 
 
 state = _State()
@@ -37,3 +38,13 @@ def eager_mode():
         yield
     finally:
         state.graphs = saved
+
+
+@contextlib.contextmanager
+def tapes_paused():
+    """No tape records inside (TF's `tape.stop_recording()` for all tapes)."""
+    saved, state.tapes = state.tapes, []
+    try:
+        yield
+    finally:
+        state.tapes = saved

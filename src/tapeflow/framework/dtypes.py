@@ -139,13 +139,13 @@ _INTEGER = frozenset((int8, int16, int32, int64, uint8, uint16, uint32, uint64))
 # TensorFlow's DataType enum values (types.proto), accepted by `as_dtype`.
 _ENUM_OF = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "complex64": 8,
             "int64": 9, "bool": 10, "bfloat16": 14, "uint16": 17, "complex128": 18, "float16": 19,
-            "uint32": 22, "uint64": 23}
-_BY_ENUM = {v: _BY_NAME_TMP for v, _BY_NAME_TMP in ()}  # filled below
+            "uint32": 22, "uint64": 23, "variant": 21}
 
 # NumPy dtype -> DType, the one lookup the hot path makes.
 _BY_NP = {d._np: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME.update(half=float16, double=float64, float=float32)
+_BY_ENUM = {_ENUM_OF[d.name]: d for d in _ALL}
 
 # NumPy dtypes whose tensors the tape records (tape.h's IsDtypeTrainable).
 TRAINABLE_NP = frozenset(d._np for d in _FLOATING | _COMPLEX | {variant})
@@ -184,6 +184,11 @@ def as_dtype(type_value):
         return float32
     if type_value is builtins.bool:
         return bool
+    if type(type_value) is int and type_value in _BY_ENUM:   # a DataType enum value
+        return _BY_ENUM[type_value]
+    if type_value is None or type_value is builtins.int or type_value is builtins.complex:
+        # NumPy would read these as float64/int64/complex128; TensorFlow refuses them.
+        raise TypeError(f"Cannot convert the argument `type_value`: {type_value!r} to a tapeflow DType.")
     np_dtype = getattr(type_value, "dtype", None)
     if isinstance(np_dtype, np.dtype) and not isinstance(type_value, type):
         type_value = np_dtype

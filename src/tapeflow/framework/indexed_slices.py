@@ -32,7 +32,7 @@ class IndexedSlices:
     def shape(self):
         from tapeflow.framework.tensor_shape import TensorShape
         if self._dense_shape is None:
-            return TensorShape([None] + list(self._values.shape)[1:])
+            return TensorShape(None)
         return TensorShape([int(d) for d in np.asarray(self._dense_shape._value)])
 
     @property

@@ -56,7 +56,8 @@ class Op:
         self.allowed = None if allowed is None else frozenset(np.dtype(d._np) for d in allowed)
         self.same_dtype = same_dtype
         self.num_outputs = num_outputs
-        self.uses_outputs = False
+        # A gradient registered before the op existed (RegisterGradient) may read op.outputs.
+        self.uses_outputs = self.grad is not None and self.grad is not NOT_DIFFERENTIABLE
         self.stateful = stateful      # never folded or pruned in graphs (variables, randomness)
         self.__name__ = kernel.__name__
         self.__qualname__ = kernel.__qualname__

@@ -30,7 +30,8 @@ class TensorShape:
 
     @property
     def dims(self):
-        return None if self._dims is None else list(self._dims)
+        """The dimensions as `Dimension` objects (None for an unknown rank), like TensorFlow."""
+        return None if self._dims is None else [Dimension(d) for d in self._dims]
 
     def as_list(self):
         if self._dims is None:
@@ -75,12 +76,42 @@ class TensorShape:
             return TensorShape(None)
         return TensorShape(self._dims + other._dims)
 
+    def most_specific_compatible_shape(self, other):
+        """The most specific shape compatible with both: dims that differ become None."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None or len(self._dims) != len(other._dims):
+            return TensorShape(None)
+        return TensorShape([a if a == b else None for a, b in zip(self._dims, other._dims)])
+
     def with_rank(self, rank):
         if self._dims is None:
             return TensorShape([None] * rank)
         if len(self._dims) != rank:
             raise ValueError(f"Shape {self} must have rank {rank}")
         return self
+
+    def with_rank_at_least(self, rank):
+        if self._dims is not None and len(self._dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank):
+        if self._dims is not None and len(self._dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def assert_has_rank(self, rank):
+        if self._dims is not None and len(self._dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def assert_same_rank(self, other):
+        other = as_shape(other)
+        if self._dims is not None and other._dims is not None and len(self._dims) != len(other._dims):
+            raise ValueError(f"Shapes {self} and {other} must have the same rank")
+
+    def assert_is_fully_defined(self):
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
 
     def __len__(self):
         if self._dims is None:
@@ -137,7 +168,44 @@ class TensorShape:
         return "(" + ", ".join(_dim_str(d) for d in self._dims) + ")"
 
     def __reduce__(self):
-        return TensorShape, (self.dims,)
+        return TensorShape, (None if self._dims is None else list(self._dims),)
+
+
+class Dimension:
+    """One dimension of a TensorShape (`TensorShape.dims`): an int or None in `.value`."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        self._value = None if value is None else _as_dim(value)
+
+    @property
+    def value(self):
+        return self._value
+
+    def __int__(self):
+        return self._value
+
+    __index__ = __int__
+
+    def __eq__(self, other):
+        other = getattr(other, "value", other)
+        if self._value is None or other is None:
+            return None
+        return self._value == other
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return None if eq is None else not eq
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __repr__(self):
+        return f"Dimension({self._value})"
+
+    def __str__(self):
+        return "?" if self._value is None else str(self._value)
 
 
 def _dim_str(d):

@@ -39,6 +39,14 @@ def _write_variable(value, var, mode):
     return var._value
 
 
+def _write_variable_shape(value, var, mode):
+    # Graphs infer this op's output from the variable: running the kernel on
+    # sample values would overwrite the variable while tracing.
+    from tapeflow.graph.graph import Meta
+    return [Meta(tuple(var._value.shape), var._value.dtype)]
+
+
+_write_variable.shape_fn = _write_variable_shape
 no_gradient("AssignVariableOp")
 
 
@@ -64,9 +72,9 @@ class Variable:
         with eager_mode():     # a variable's value exists at once, also when made in a graph
             if callable(initial_value):
                 initial_value = initial_value()
-            value = convert_to_tensor(initial_value, dtype=_cast_ok(initial_value, dtype))
-            if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
-                value = Tensor(np.asarray(value._value).astype(dtypes.as_dtype(dtype)._np))
+            # Python and NumPy values are converted to `dtype`; a tensor of another
+            # dtype is a ValueError, as in TensorFlow (cast it first).
+            value = convert_to_tensor(initial_value, dtype=dtype)
         if not isinstance(value._value, (np.ndarray, np.generic)):
             raise ValueError("A Variable's initial value must be computable eagerly; got a graph tensor "
                              f"{value!r}. Create the variable outside the graph function.")
@@ -84,9 +92,13 @@ class Variable:
             for tape in state.tapes:
                 if tape.watch_accessed:
                     tape.watch_variable(self)
+            for watcher in state.variable_watchers:
+                watcher.setdefault(self._id, self)
 
     def value(self):
         if not state.tapes and not state.graphs:
+            if state.variable_watchers:
+                self._note_access()
             return Tensor(self._value)
         self._note_access()
         return execute(_read_variable, (self,), {})
@@ -191,17 +203,25 @@ class Variable:
         return execute(_write_variable, (t,), {"var": self, "mode": mode})
 
     def _checked(self, value, what):
-        t = convert_to_tensor(value, dtype=_cast_ok(value, self.dtype))
-        if t._value.dtype != self._value.dtype:
-            raise TypeError(f"Variable.{what}: cannot use a {t.dtype.name} value with variable "
-                            f"'{self._name}' of dtype {self.dtype.name}.")
-        if t._value.shape != self._value.shape and not (what != "assign" and _broadcastable(t._value.shape, self._value.shape)):
-            raise ValueError(f"Cannot {what} to variable '{self._name}': the variable shape "
-                             f"{_shape_str(self._value.shape)} and the assigned value shape "
-                             f"{_shape_str(t._value.shape)} are incompatible.")
+        """The new value's array: Python/NumPy values take the variable's dtype, a tensor
+        of another dtype is a ValueError, and the shapes must be equal (ValueError
+        for `assign`, InvalidArgumentError for the updates, like TensorFlow)."""
+        t = convert_to_tensor(value, dtype=self.dtype)
+        if t._value.shape != self._value.shape:
+            message = (f"Cannot {what} to variable '{self._name}': the variable shape "
+                       f"{_shape_str(self._value.shape)} and the value shape "
+                       f"{_shape_str(t._value.shape)} must be equal.")
+            if what == "assign":
+                raise ValueError(message)
+            from tapeflow.framework.errors import InvalidArgumentError
+            raise InvalidArgumentError(None, "AssignAddVariableOp" if what == "assign_add" else "AssignSubVariableOp",
+                                       message)
         return t._value
 
     def _scatter(self, sparse_delta, combine, what):
+        from tapeflow.framework.indexed_slices import IndexedSlices
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
         values = np.asarray(convert_to_tensor(sparse_delta.values, dtype=self.dtype)._value)
         indices = np.asarray(convert_to_tensor(sparse_delta.indices)._value)
         n = self._value.shape[0] if self._value.ndim else 0
@@ -252,8 +272,9 @@ class Variable:
         return self
 
     def __repr__(self):
+        from tapeflow.framework.tensor import _numpy_repr
         return (f"<tf.Variable '{self._name}' shape={_shape_str(self._value.shape)} "
-                f"dtype={self.dtype.name}, numpy={np.array2string(np.asarray(self._value), separator=', ') if self._value.ndim else self._value[()]}>")
+                f"dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>")
 
     __hash__ = None   # TF2: use variable.ref() as a key
 
@@ -281,13 +302,6 @@ def _cast_ok(value, dtype):
     if dtype is None or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         return None
     return dtype
-
-
-def _broadcastable(src, dst):
-    try:
-        return np.broadcast_shapes(src, dst) == tuple(dst)
-    except ValueError:
-        return False
 
 
 def _shape_str(shape):
