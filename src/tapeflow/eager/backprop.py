@@ -43,6 +43,11 @@ class _VSpace:
         return Tensor(np.zeros(shape, np_dtype))
 
     @staticmethod
+    def zeros_like(t):
+        from tapeflow.ops import math_ops
+        return math_ops.zeros_like(t)
+
+    @staticmethod
     def num_elements(grad):
         if isinstance(grad, IndexedSlices):
             return int(np.size(grad.values._value))

@@ -36,13 +36,22 @@ def _assemble(rows, source, shape, unconnected, axis=0):
 
 
 def _one_hot_seeds(rows, cols, dtype, shape):
-    """`cols` seeds of `shape`: seed j is one at column j of a (rows, cols) view, zero elsewhere."""
-    eye = np.eye(cols, dtype=dtype)
-    return [np.ascontiguousarray(np.broadcast_to(eye[j], (rows, cols))).reshape(shape) for j in range(cols)]
+    """`cols` seeds of `shape`, made one at a time: seed j is one at column j of a
+    (rows, cols) view and zero elsewhere."""
+    for j in range(cols):
+        seed = np.zeros((rows, cols), dtype)
+        seed[:, j] = 1
+        yield seed.reshape(shape)
+
+
+def _as_target(target):
+    """A variable is its own target (d v / d v is the identity); anything else becomes a tensor."""
+    from tapeflow.framework.variables import Variable
+    return target if isinstance(target, Variable) else convert_to_tensor(target)
 
 
 def jacobian(tape, target, sources, unconnected):
-    target = convert_to_tensor(target)
+    target = _as_target(target)
     flat_sources = nest.flatten(sources)
     tshape, tdtype = target._value.shape, target._value.dtype
     n = int(np.prod(tshape, dtype=np.int64))
@@ -56,7 +65,7 @@ def jacobian(tape, target, sources, unconnected):
 
 
 def batch_jacobian(tape, target, source, unconnected):
-    target = convert_to_tensor(target)
+    target = _as_target(target)
     tshape, sshape = target._value.shape, source._value.shape
     for what, shape in (("target", tshape), ("source", sshape)):
         if len(shape) < 2:

@@ -257,10 +257,11 @@ class Tape:
             out_grads.append(g)
         if len(missing_outputs) == len(out_grads):
             return None
-        accepts_none = _ACCEPTS_NONE.get(rec.op.type, ())
+        accepts_none = range(len(out_grads)) if rec.op.__dict__.get("accepts_none") else _ACCEPTS_NONE.get(rec.op.type, ())
         for i in missing_outputs:
             if i not in accepts_none:
-                out_grads[i] = vspace.zeros(*rec.out_specs[i])
+                shape, dtype = rec.out_specs[i]
+                out_grads[i] = vspace.zeros(shape, dtype) if None not in shape else vspace.zeros_like(rec.outputs[i])
         return out_grads
 
     @staticmethod

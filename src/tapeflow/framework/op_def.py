@@ -150,7 +150,8 @@ class OpRecord:
         else:
             self.output_ids = [t._id for t in outputs]
             self.out_specs = [(t._value.shape, t._value.dtype) for t in outputs]
-        self.outputs = outputs if op_.uses_outputs else None
+        # graph records keep their (symbolic) outputs: zeros for unknown shapes need them
+        self.outputs = outputs if op_.uses_outputs or type(outputs[0]) is not Tensor else None
         # Inputs no recording tape traces: their gradients are never needed (TF's
         # skip_input_indices); rules may skip computing them.
         self.skip_input_indices = skip

@@ -235,7 +235,8 @@ def _op_gradients(op, out_grads, stop_ids):
         raise LookupError(
             f"No gradient defined for operation '{op.name}' (op type: {op.type}). Register one with "
             f"tapeflow.RegisterGradient('{op.type}') or wrap the input in tf.stop_gradient if it is a constant.")
-    out_grads = [(_zeros_for(t) if g is None and _trainable(t) else g) for t, g in zip(op.outputs, out_grads)]
+    if not op.op_def.__dict__.get("accepts_none"):
+        out_grads = [(_zeros_for(t) if g is None and _trainable(t) else g) for t, g in zip(op.outputs, out_grads)]
     in_grads = grad_fn(op, *out_grads)
     in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
     if len(in_grads) != len(op.inputs):

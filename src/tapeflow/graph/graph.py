@@ -233,7 +233,8 @@ def _abstract_run(op_def, inputs, shapes, attrs):
             values.append(t._op.attrs["value"])
         else:
             values.append(np.zeros(shape, v.dtype))
-    out = op_def.kernel(*values, **attrs)
+    with np.errstate(all="ignore"):     # sample values: log(0) and the like are expected
+        out = op_def.kernel(*values, **attrs)
     outs = (out,) if op_def.num_outputs == 1 else tuple(out)
     return [Meta(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]
 
@@ -263,11 +264,11 @@ class Graph:
         self.outer_graph = None
 
     # -- building ----------------------------------------------------------------
-    def _create_op(self, op_def, inputs, attrs, metas=None):
+    def _create_op(self, op_def, inputs, attrs, metas=None, name=None):
         inputs = [self._own(t) for t in inputs]
         if metas is None:
             metas = infer_metas(op_def, inputs, attrs)
-        name = self.unique_name(op_def.type)
+        name = self.unique_name(name or op_def.type)
         touched = self._variables_touched(inputs, attrs)
         deps = self._control_inputs_now()
         for var_id in touched:        # Note [variable order]
@@ -335,7 +336,7 @@ class Graph:
         old = self._name_stack
         if name:
             name = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name.rstrip("/"))
-            self._name_stack = self.unique_name(name) if not old else self.unique_name(name)
+            self._name_stack = self.unique_name(name)
         try:
             yield (self._name_stack + "/") if self._name_stack else ""
         finally:

@@ -35,26 +35,29 @@ def placeholder(dtype, shape=None, name=None):
     dims = tuple(TensorShape(shape).as_list())
     op_name = graph.unique_name(name or "Placeholder", mark_as_used=False)
     return graph._create_op(_placeholder, [], {"dtype": dtype._np, "shape": dims, "name": op_name},
-                            metas=[Meta(dims, dtype._np)])
+                            metas=[Meta(dims, dtype._np)], name=name or "Placeholder")
 
 
 def _check_feed(tensor, value):
+    """The fed value as an array of the tensor's dtype, converted by NumPy as TF does
+    (1.5 fed to an int32 placeholder is 1); ValueError when it does not convert."""
     meta = tensor._value
-    array = np.asarray(value._value if isinstance(value, Tensor) else value)
-    if array.dtype != meta.dtype:
-        try:
-            converted = array.astype(meta.dtype)
-        except (TypeError, ValueError):
-            raise ValueError(f"Cannot feed value of dtype {array.dtype} for Tensor {tensor.name}, which has "
-                             f"dtype {_dtypes.from_numpy(meta.dtype).name}") from None
-        if array.dtype.kind in "fc" and meta.dtype.kind in "iub" or array.dtype.kind == "c" and meta.dtype.kind != "c":
-            raise ValueError(f"Cannot feed value of dtype {array.dtype} for Tensor {tensor.name}, which has "
-                             f"dtype {_dtypes.from_numpy(meta.dtype).name}")
-        array = converted
+    if isinstance(value, Tensor):
+        raise TypeError(f"The value of a feed cannot be a tf.Tensor object ({value!r}); feed Python scalars, "
+                        "lists or NumPy arrays (use .numpy() on an eager tensor).")
+    try:
+        array = np.asarray(value, dtype=meta.dtype)
+    except (TypeError, ValueError):
+        raise ValueError(f"Cannot feed value {value!r} for Tensor {tensor.name}, which has dtype "
+                         f"{_dtypes.from_numpy(meta.dtype).name}") from None
     if not TensorShape(array.shape).is_compatible_with(meta.shape):
         raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor {tensor.name}, which has shape "
                          f"{TensorShape(meta.shape)}")
     return array
+
+
+def _message(error):
+    return error.args[0] if error.args else str(error)
 
 
 def _fetched(value):
@@ -96,14 +99,20 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        flat = [self._as_fetch(f) for f in nest.flatten(fetches)]
         feeds, values = [], []
         for key, value in (feed_dict or {}).items():
-            t = self._as_fetch(key)
+            try:
+                t = self._as_fetch(key)
+            except (KeyError, ValueError) as e:
+                raise TypeError(f"Cannot interpret feed_dict key as Tensor: {_message(e)}") from None
             if not isinstance(t, SymbolicTensor):
                 raise TypeError(f"The key of a feed_dict must be a graph tensor, got {key!r}")
             feeds.append(t)
             values.append(_check_feed(t, value))
+        try:
+            flat = [self._as_fetch(f) for f in nest.flatten(fetches)]
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"A fetch argument cannot be interpreted as a Tensor: {_message(e)}") from None
         key = (tuple(id(f) for f in flat), tuple(t._id for t in feeds))
         plan = self._plans.get(key)
         if plan is None:
