@@ -61,7 +61,7 @@ class Plan:
       run_stateful: also run every stateful op of the graph (tf.function semantics).
     """
 
-    __slots__ = ("_steps", "_template", "_feed_slots", "_fetch_slots", "graph")
+    __slots__ = ("_steps", "_template", "_feed_slots", "_fetch_slots", "graph", "_run", "_line_step")
 
     def __init__(self, graph, fetches, feeds, run_stateful=False):
         self.graph = graph
@@ -127,6 +127,7 @@ class Plan:
                 fetch_slots.append(None)
             else:   # an eager value fetched as is
                 fetch_slots.append(slot(("const", id(f)), f._value if isinstance(f, Tensor) else f))
+                known.add(fetch_slots[-1])
         keep = set(fetch_slots) | set(self._feed_slots)
         frees = {}
         for index, n in last_use.items():
@@ -138,6 +139,7 @@ class Plan:
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template
         self._fetch_slots = fetch_slots
+        self._run, self._line_step = self._compile(known)
 
     @staticmethod
     def _fold(op, ins, variables, known, template, slot):
@@ -155,24 +157,68 @@ class Plan:
             known.add(index)
         return True
 
+    def _compile(self, known):
+        """Generates one straight-line Python function for the plan.
+
+        Note [generated plans]: each step becomes `s7 = k3(s2, s5)` on local
+        variables, constants and kernels are globals of the generated code, and
+        slots are deleted after their last use. An exception is mapped back to
+        its step by the line it was raised on.
+        """
+        namespace = {}
+        lines = ["def _plan(feeds):"]
+        feed_names = [f"s{i}" for i in self._feed_slots]
+        if feed_names:
+            lines.append(f"    {', '.join(feed_names)}{',' if len(feed_names) == 1 else ''} = feeds")
+        line_step = {}
+        defined = set(self._feed_slots)
+
+        def ref(index):
+            if index in known:
+                namespace[f"c{index}"] = self._template[index]
+                return f"c{index}"
+            return f"s{index}"
+
+        for n, (kernel, ins, attrs, out, single, variables, frees, op) in enumerate(self._steps):
+            namespace[f"k{n}"] = kernel
+            args = [ref(i) for i in ins]
+            for k, var in variables:
+                namespace[f"v{n}_{k}"] = var
+                args[k] = f"v{n}_{k}._value"
+            if attrs:
+                namespace[f"a{n}"] = attrs
+                args.append(f"**a{n}")
+            call = f"k{n}({', '.join(args)})"
+            target = f"s{out}" if single else f"r{n}"
+            line_step[len(lines) + 1] = n
+            lines.append(f"    {target} = {call}")
+            if not single:
+                lines.append(f"    {', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
+                lines.append(f"    del r{n}")
+            defined.update((out,) if single else out)
+            live = [f"s{i}" for i in frees if i in defined and i not in known]
+            if live:
+                lines.append(f"    del {', '.join(live)}")
+        results = ", ".join("None" if i is None else ref(i) for i in self._fetch_slots)
+        lines.append(f"    return [{results}]")
+        exec(compile("\n".join(lines), "<plan>", "exec"), namespace)   # noqa: S102 - generated from the graph
+        return namespace["_plan"], line_step
+
     def run(self, feed_values):
         """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
-        slots = list(self._template)
-        for index, value in zip(self._feed_slots, feed_values):
-            slots[index] = value
-        for kernel, ins, attrs, out, single, variables, frees, op in self._steps:
-            args = [slots[i] for i in ins]
-            for k, var in variables:
-                args[k] = var._value
-            try:
-                result = kernel(*args, **attrs)
-            except (ValueError, IndexError, np.linalg.LinAlgError, ZeroDivisionError) as e:
-                raise InvalidArgumentError(None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from None
-            if single:
-                slots[out] = result
-            else:
-                for index, value in zip(out, result):
-                    slots[index] = value
-            for index in frees:
-                slots[index] = None
-        return [None if i is None else slots[i] for i in self._fetch_slots]
+        try:
+            return self._run(feed_values)
+        except (ValueError, IndexError, np.linalg.LinAlgError, ZeroDivisionError) as e:
+            op = self._failed_op(e)
+            if op is None:
+                raise
+            raise InvalidArgumentError(None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from None
+
+    def _failed_op(self, error):
+        tb = error.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<plan>":
+                step = self._line_step.get(tb.tb_lineno)
+                return None if step is None else self._steps[step][-1]
+            tb = tb.tb_next
+        return None
