@@ -193,7 +193,8 @@ class Plan:
             line_step[len(lines) + 1] = n
             lines.append(f"    {target} = {call}")
             if not single:
-                lines.append(f"    {', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
+                if out:
+                    lines.append(f"    {', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
                 lines.append(f"    del r{n}")
             defined.update((out,) if single else out)
             live = [f"s{i}" for i in frees if i in defined and i not in known]
