@@ -67,12 +67,14 @@ class Op:
         _OPS[type_] = self
 
     def __call__(self, *inputs, name=None, **attrs):
-        if len(inputs) == 2:                      # fast path: binary ops on two tensors
-            x, y = inputs
-            if type(x) is Tensor and type(y) is Tensor and not attrs:
-                return execute(self, inputs, _NO_ATTRS)
-        elif len(inputs) == 1 and type(inputs[0]) is Tensor:
-            return execute(self, inputs, attrs or _NO_ATTRS)
+        if not attrs:
+            if len(inputs) == 1:
+                if type(inputs[0]) is Tensor:
+                    return execute_unary(self, inputs[0])
+            elif len(inputs) == 2:                # fast path: binary ops on two tensors
+                x, y = inputs
+                if type(x) is Tensor and type(y) is Tensor:
+                    return execute_binary(self, x, y)
         return execute(self, convert_inputs(inputs, self.same_dtype), attrs)
 
     def def_grad(self, fn=None, *, uses_outputs=False):
@@ -200,6 +202,40 @@ def execute(op_, inputs, attrs):
     result = tuple([Tensor(o) for o in out])
     if state.tapes:
         record(op_, inputs, result, attrs)
+    return result
+
+
+def execute_unary(op_, x):
+    """`execute` for one eager tensor and no attrs, the commonest call (same semantics)."""
+    value = x._value
+    if op_.allowed is not None and value.dtype not in op_.allowed:
+        _raise_dtype(op_, x)
+    if state.graphs or op_.num_outputs != 1:
+        return execute(op_, (x,), _NO_ATTRS)
+    try:
+        result = Tensor(op_.kernel(value))
+    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
+        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    if state.tapes:
+        record(op_, (x,), (result,), _NO_ATTRS)
+    return result
+
+
+def execute_binary(op_, x, y):
+    """`execute` for two eager tensors and no attrs (same semantics)."""
+    xv, yv = x._value, y._value
+    if op_.allowed is not None and xv.dtype not in op_.allowed:
+        _raise_dtype(op_, x)
+    if op_.same_dtype and xv.dtype != yv.dtype:
+        _raise_mismatch(op_, 1, xv.dtype, yv.dtype)
+    if state.graphs or op_.num_outputs != 1:
+        return execute(op_, (x, y), _NO_ATTRS)
+    try:
+        result = Tensor(op_.kernel(xv, yv))
+    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
+        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    if state.tapes:
+        record(op_, (x, y), (result,), _NO_ATTRS)
     return result
 
 

@@ -1,6 +1,6 @@
 """Python operators on Tensor and Variable, mapped to tapeflow ops (TF's operator overloads)."""
 
-from tapeflow.framework.op_def import _NO_ATTRS, Op, execute
+from tapeflow.framework.op_def import Op, execute_binary
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.variables import Variable
 from tapeflow.ops import array_ops, math_ops
@@ -10,7 +10,7 @@ def _binary(fn):
     if isinstance(fn, Op):                  # fast path: both operands are tensors
         def forward(x, y):
             if type(y) is Tensor and type(x) is Tensor:
-                return execute(fn, (x, y), _NO_ATTRS)
+                return execute_binary(fn, x, y)
             try:
                 return fn(x, y)
             except TypeError:
