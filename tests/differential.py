@@ -93,7 +93,7 @@ def compare(ours, theirs, rtol=None, atol=None, check_dtype=True, path="result")
     elif kind_o == "DType":
         assert ours.name == theirs.name, f"{path}: {ours!r} vs {theirs!r}"
     elif kind_o == "TensorShape":
-        assert ours.as_list() == theirs.as_list() if ours.rank is not None else theirs.rank is None, \
+        assert ours.rank == theirs.rank and (ours.rank is None or ours.as_list() == theirs.as_list()), \
             f"{path}: {ours!r} vs {theirs!r}"
     elif kind_o == "ndarray":
         assert_values(ours, theirs, rtol, atol, path)

@@ -91,6 +91,9 @@ class OpSpec:
       grad_tol: tolerance of the numerical gradient check.
       tf_fn: a TensorFlow-specific variant of `fn`, where the APIs differ.
       check_tf_grad: compare gradients against TensorFlow (off for ops where TF differs by convention).
+      square_outputs: square the op's float outputs before the second-order check, so that the
+        gradient rule of a linear op (whose gradient does not depend on its input) is itself
+        differentiated (reshapes, slices, gathers...).
     """
 
     name: str
@@ -107,6 +110,7 @@ class OpSpec:
     grad_tol: float = 1e-5
     tf_fn: Optional[Callable] = None
     check_tf_grad: bool = True
+    square_outputs: bool = False
 
     def __str__(self):
         return self.name
@@ -189,6 +193,13 @@ def run_gradient(spec, case_index):
                                    err_msg=f"{spec.name}: gradient of input {wrt[i]} for shapes {shapes}")
 
 
+def _squared(out):
+    """The op's outputs with float ones squared (others dropped): a nonlinear function of them."""
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    outs = [tapeflow.convert_to_tensor(o) for o in outs]
+    return [o * o for o in outs if o.dtype.is_floating or o.dtype.is_complex]
+
+
 def run_second_order(spec, case_index):
     if not spec.second_order:
         pytest.skip("second order not defined for this op")
@@ -203,7 +214,8 @@ def run_second_order(spec, case_index):
             args[i] = x
         with tapeflow.GradientTape() as tape:
             tape.watch(xs)
-            y = _scalarize(spec.fn(tapeflow, *args, *extra))
+            out = spec.fn(tapeflow, *args, *extra)
+            y = _scalarize(_squared(out) if spec.square_outputs else out)
         grads = tape.gradient(y, list(xs), unconnected_gradients="zero")
         parts = [tapeflow.reshape(tapeflow.convert_to_tensor(g), [-1]) for g in grads]
         return tapeflow.concat(parts, 0) if len(parts) > 1 else parts[0]
@@ -307,3 +319,75 @@ def define_tests(specs, namespace):
 
     namespace.update(test_forward=test_forward, test_gradient=test_gradient,
                      test_second_order=test_second_order, test_against_tensorflow=test_against_tensorflow)
+
+
+# -- graph mode: the same row traced by tf.function and differentiated by tf.gradients ------------
+
+def _weights(outs):
+    """The weights `_scalarize` uses, from the eager outputs' shapes (graph outputs may be partly unknown)."""
+    return [None if not (o.dtype.is_floating or o.dtype.is_complex) else
+            np.random.default_rng(1000 + k).uniform(0.5, 1.5, o.shape.as_list()).astype(o.dtype.as_numpy_dtype)
+            for k, o in enumerate(outs)]
+
+
+def _weighted_sum(out, weights):
+    tf = tapeflow
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    terms = []
+    for o, w in zip(outs, weights, strict=True):
+        if w is not None:
+            o = tf.convert_to_tensor(o)
+            terms.append(tf.reduce_sum(tf.math.real(o * w) if o.dtype.is_complex else o * w))
+    return tf.add_n(terms) if len(terms) > 1 else (terms[0] if terms else None)
+
+
+def run_graph(spec, case_index):
+    """The row traced by `tf.function` (tape inside) and by `tf.gradients` on placeholders gives eager's values."""
+    tf = tapeflow
+    rng = np.random.default_rng(400 + case_index)
+    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
+    wrt = _wrt(spec, len(arrays))
+    xs = [tf.constant(a) for a in arrays]
+    eager_out = spec.fn(tf, *xs, *extra)
+    outs = [tf.convert_to_tensor(o) for o in (eager_out if isinstance(eager_out, (list, tuple)) else [eager_out])]
+    weights = _weights(outs)
+
+    def value_and_grads(*args):
+        with tf.GradientTape() as tape:
+            for i in wrt:
+                tape.watch(args[i])
+            out = spec.fn(tf, *args, *extra)
+            y = _weighted_sum(out, weights)
+        grads = tape.gradient(y, [args[i] for i in wrt]) if y is not None else [None] * len(wrt)
+        return out, [None if g is None else tf.convert_to_tensor(g) for g in grads]
+
+    eager = value_and_grads(*xs)
+    traced = tf.function(value_and_grads)(*xs)
+    _assert_close(_to_numpy(traced[0]), _to_numpy(eager[0]), 1e-9, 1e-9, f"{spec.name} value in tf.function")
+    for i, (a, b) in enumerate(zip(traced[1], eager[1], strict=True)):
+        assert (a is None) == (b is None), f"{spec.name}: gradient {i} None-ness differs in tf.function"
+        if a is not None:
+            _assert_close(np.asarray(a), np.asarray(b), 1e-9, 1e-9, f"{spec.name} gradient {i} in tf.function")
+    graph = tf.Graph()
+    with graph.as_default():
+        holders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), a.shape) for a in arrays]
+        y = _weighted_sum(spec.fn(tf, *holders, *extra), weights)
+        if y is None:
+            return
+        grads = tf.gradients(y, [holders[i] for i in wrt])
+        fetches = [tf.convert_to_tensor(g) for g in grads if g is not None]
+        with tf.compat.v1.Session(graph=graph) as session:
+            values = session.run(fetches, feed_dict=dict(zip(holders, arrays)))
+    expected = [np.asarray(g) for g in eager[1] if g is not None]
+    assert len(values) == len(expected), f"{spec.name}: tf.gradients gives {len(values)} gradients, eager {len(expected)}"
+    for i, (a, b) in enumerate(zip(values, expected, strict=True)):
+        _assert_close(np.asarray(a), b, 1e-9, 1e-9, f"{spec.name} tf.gradients gradient {i}")
+
+
+def define_graph_tests(specs, namespace):
+    """Adds `test_graph_mode` (see `run_graph`) for `specs` to a test module's namespace."""
+    @parametrize(specs)
+    def test_graph_mode(spec, case):
+        run_graph(spec, case)
+
+    namespace.update(test_graph_mode=test_graph_mode)

@@ -4,9 +4,11 @@ A function decorated with `custom_gradient` runs normally, then its flat
 results pass through one "CustomGradient" op whose inputs are (results,
 arguments, variables the function read) and whose outputs are the results.
 Its gradient calls the user's `grad_fn`: nothing for the results (so the
-function's own ops are never differentiated), the user's gradients for the
+function's own ops are not differentiated), the user's gradients for the
 arguments and variables.  The same op serves eager tapes, tapes inside
-functions and `tf.gradients`, so custom gradients nest for higher order.
+functions and `tf.gradients`, so custom gradients nest for higher order;
+eagerly, a tape that traces none of the arguments and variables does not
+record it (see Note [eager custom gradient recording]).
 """
 
 import contextlib
@@ -16,7 +18,8 @@ import logging
 
 from tapeflow.framework import nest
 from tapeflow.framework.context import state, tapes_paused
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.dtypes import TRAINABLE_NP
+from tapeflow.framework.op_def import execute, op, record
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.variables import Variable
 
@@ -53,6 +56,34 @@ def _watch_variables():
         state.variable_watchers.remove(seen)
 
 
+def _variables_in_subgraph(flat_result, flat_args):
+    """Trainable variables read between the arguments and the results in a TF1 graph
+    (the seed's `_get_dependent_variables`): also reads made before `f` ran and used
+    inside it.  A function graph holds variables as captured handles, so TensorFlow
+    finds none there and neither does this walk."""
+    from tapeflow.graph.graph import SymbolicTensor
+    graph = state.graphs[-1]
+    if graph.building_function:
+        return {}
+    stop = {a._id for a in flat_args if isinstance(a, (Tensor, Variable))}
+    found, seen = {}, set()
+    todo = [r.op for r in flat_result if isinstance(r, SymbolicTensor) and r._id not in stop]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for t in node.inputs:     # differentiable data inputs only, as TF's walk
+            if t._id in stop or t._value.dtype not in TRAINABLE_NP:
+                continue
+            if isinstance(t, Variable):
+                if t.trainable:
+                    found.setdefault(t._id, t)
+            elif isinstance(t, SymbolicTensor) and t.graph is graph:
+                todo.append(t.op)
+    return found
+
+
 def _accepts_variables(grad_fn):
     try:
         spec = inspect.getfullargspec(grad_fn)
@@ -72,16 +103,19 @@ def _call_custom(f, args, kwargs):
     with _watch_variables() as watched:
         result, grad_fn = f(*args, **kwargs)
     flat_args = nest.flatten(args)
+    flat_result = [convert_to_tensor(r) for r in nest.flatten(result)]
+    if in_graph:
+        watched.update(_variables_in_subgraph(flat_result, flat_args))
     inputs_seen = flat_args + list(kwargs.values())
     variables = [v for v in watched.values() if all(v is not i for i in inputs_seen)]
     takes_variables = _accepts_variables(grad_fn)
     if variables and not takes_variables:
         raise TypeError("@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function "
                         f"uses variables: {variables}")
-    if takes_variables and not variables:
+    # the seed warns in graph mode only; recompute_grad and grad_pass_through take variables optionally
+    if in_graph and takes_variables and not variables and not getattr(grad_fn, "_variables_optional", False):
         _log.warning("@custom_gradient grad_fn has 'variables' in signature, but no ResourceVariables were "
                      "used on the forward pass.")
-    flat_result = [convert_to_tensor(r) for r in nest.flatten(result)]
     n_results, n_args = len(flat_result), len(flat_args)
 
     def actual_grad_fn(*result_grads):
@@ -94,15 +128,51 @@ def _call_custom(f, args, kwargs):
             input_grads, variable_grads = grad_fn(*result_grads), []
         flat_grads = nest.flatten(input_grads)
         if len(flat_grads) != n_args:
-            raise ValueError(f"custom_gradient function expected to return {n_args} gradients but returned "
+            raise ValueError(f"custom_gradient function expected to return {n_args} gradients, but returned "
                              f"{len(flat_grads)} instead.")
         return flat_grads + list(variable_grads)
 
     for v in variables:      # the op reads them: tapes watching accessed variables see them
         v._note_access()
     inputs = flat_result + [a if isinstance(a, Variable) else convert_to_tensor(a) for a in flat_args] + variables
-    outputs = execute(_custom_gradient_op, inputs, {"n_results": n_results, "grad_fn": actual_grad_fn})
+    attrs = {"n_results": n_results, "grad_fn": actual_grad_fn}
+    if in_graph or not state.tapes:
+        outputs = execute(_custom_gradient_op, inputs, attrs)
+    else:
+        outputs = _execute_eager(inputs, attrs)
     return nest.pack_sequence_as(result, list(outputs))
+
+
+def _pass_through(*result_grads):
+    return result_grads
+
+
+def _execute_eager(inputs, attrs):
+    """Runs the CustomGradient op eagerly, recorded as TensorFlow's eager decorator records it.
+
+    Note [eager custom gradient recording]: a tape records the custom op only
+    when it traces one of the arguments or variables (TF's record_operation
+    on them).  A tape that traces none of them but does trace the results
+    (through tensors `f` captured) keeps seeing `f`'s own ops, through a
+    pass-through record: there the custom gradient is not used, as in
+    TensorFlow (e.g. a nested tape differentiating recompute_grad's gradient
+    with an unwatched output gradient gets the true second derivative).
+    """
+    n_results = attrs["n_results"]
+    own = inputs[n_results:]
+    tapes = state.tapes
+    custom = [tp for tp in tapes
+              if any(tp.is_watched(t._id) and t._value.dtype in TRAINABLE_NP for t in own)]
+    saved = state.tapes
+    try:
+        state.tapes = custom
+        outputs = execute(_custom_gradient_op, inputs, attrs)
+        if len(custom) < len(tapes):
+            state.tapes = [tp for tp in tapes if all(tp is not c for c in custom)]
+            record(_custom_gradient_op, inputs[:n_results], outputs, {"n_results": 0, "grad_fn": _pass_through})
+    finally:
+        state.tapes = saved
+    return outputs
 
 
 class Bind:
@@ -189,11 +259,13 @@ def recompute_grad(f):
                     raise NotImplementedError(
                         f"recompute_grad tried to transpose grad of {getattr(f, '__name__', f)}. Consider not "
                         "using recompute_grad in forward mode autodiff")
+                transpose._variables_optional = True
                 n = len(nest.flatten(id_args))
                 return (grads[:n], grads[n:]), transpose
 
             return inner_recompute_grad(*wrapper_args)
 
+        grad_wrapper._variables_optional = True
         return result, grad_wrapper
 
     return functools.wraps(f)(lambda *args, **kwargs: inner(*args, **kwargs))
@@ -217,5 +289,6 @@ def grad_pass_through(f):
             if variables is not None:
                 return dys, [None] * len(variables)
             return dys
+        grad._variables_optional = True
         return f(*args, **kwargs), grad
     return functools.wraps(f)(lambda *args, **kwargs: _grad_pass_through_op(*args, **kwargs))

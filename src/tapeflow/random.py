@@ -68,16 +68,17 @@ _UNIFORM = _FLOATS + (dtypes.int32, dtypes.int64)
 
 
 def _shape(shape, type_):
-    """A static shape tuple from a list, tuple or 1-D integer tensor."""
-    if isinstance(shape, Tensor):
-        shape = shape._value
-    dims = np.asarray(shape, dtype=np.int64)
+    """The shape argument as a 1-D integer tensor (checked now when its value is known)."""
+    if isinstance(shape, Tensor) and not isinstance(shape._value, np.ndarray):
+        return shape                                  # symbolic: checked when the graph runs
+    value = shape._value if isinstance(shape, Tensor) else shape
+    dims = np.asarray(value, dtype=np.int64)
     if dims.ndim != 1:
-        raise InvalidArgumentError(None, type_, f"shape must be a vector of integers, got {shape!r} [Op:{type_}]")
+        raise InvalidArgumentError(None, type_, f"shape must be a vector of integers, got {value!r} [Op:{type_}]")
     for d in dims:
         if d < 0:
             raise InvalidArgumentError(None, type_, f"Dimension {d} must be >= 0 [Op:{type_}]")
-    return tuple(int(d) for d in dims)
+    return Tensor(dims.astype(np.int32))
 
 
 def _float_dtype(dtype, type_):
@@ -97,52 +98,58 @@ def _sample_dtype(np_dtype):
 
 
 def _affine(sample, scale, shift, dtype):
-    """sample * scale + shift, as tapeflow ops when scale/shift are tensors (so they get gradients)."""
-    if all(not isinstance(v, Tensor) and not hasattr(v, "_as_tensor") and np.ndim(v) == 0 for v in (scale, shift)):
-        if float(scale) == 1.0 and float(shift) == 0.0:
-            return sample
-        return Tensor((sample._value * np.asarray(scale, dtype._np) + np.asarray(shift, dtype._np)).astype(dtype._np))
+    """sample * scale + shift with tapeflow ops, so tensor parameters get gradients."""
+    if _is_number(scale, 1.0) and _is_number(shift, 0.0):
+        return sample
     return math_ops.add(math_ops.multiply(sample, convert_to_tensor(scale, dtype=dtype)),
                         convert_to_tensor(shift, dtype=dtype))
 
 
-# -- sampling ops (no inputs, no gradients) ------------------------------------------
+def _is_number(value, number):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == number
 
-@op("RandomStandardNormal", same_dtype=False)
+
+# -- sampling ops (stateful, no gradients; the shape is an input as in TensorFlow) ----------
+
+@op("RandomStandardNormal", same_dtype=False, stateful=True)
 def _standard_normal(shape, dtype, seed):
+    shape = tuple(shape.tolist())
     out = _generator(seed).standard_normal(shape, dtype=_sample_dtype(dtype))
     return out.astype(dtype, copy=False)
 
 
-@op("RandomUniform", same_dtype=False)
+@op("RandomUniform", same_dtype=False, stateful=True)
 def _random_uniform(shape, dtype, seed):
+    shape = tuple(shape.tolist())
     out = _generator(seed).random(shape, dtype=_sample_dtype(dtype))
     return out.astype(dtype, copy=False)
 
 
-@op("RandomUniformInt", same_dtype=False)
+@op("RandomUniformInt", same_dtype=False, stateful=True)
 def _random_uniform_int(shape, dtype, seed, minval, maxval):
+    shape = tuple(shape.tolist())
     if minval >= maxval:
         raise ValueError(f"Need minval < maxval, got {minval} >= {maxval}")
     return _generator(seed).integers(minval, maxval, shape, dtype=dtype)
 
 
-@op("TruncatedNormal", same_dtype=False)
+@op("TruncatedNormal", same_dtype=False, stateful=True)
 def _truncated_normal(shape, dtype, seed):
+    shape = tuple(shape.tolist())
     # Inverse CDF on the central +-2 sigma: exact, no rejection loop.
     lo, hi = scipy.special.ndtr(-2.0), scipy.special.ndtr(2.0)
     u = _generator(seed).uniform(lo, hi, shape)
     return scipy.special.ndtri(u).astype(dtype)
 
 
-@op("RandomShuffle", same_dtype=False)
+@op("RandomShuffle", same_dtype=False, stateful=True)
 def _random_shuffle(x, seed):
     if x.ndim == 0:
         return x
     return x[_generator(seed).permutation(x.shape[0])]
 
 
-@op("Multinomial", same_dtype=False)
+@op("Multinomial", same_dtype=False, stateful=True)
 def _multinomial(logits, num_samples, output_dtype, seed):
     if logits.ndim != 2:
         raise ValueError(f"logits should be a matrix, got shape {list(logits.shape)}")
@@ -155,6 +162,24 @@ def _multinomial(logits, num_samples, output_dtype, seed):
     scores = logits.astype(np.float64)[:, None, :] + gumbel
     return np.argmax(scores, axis=-1).astype(output_dtype) if classes else np.zeros((batch, num_samples), output_dtype)
 
+
+# Graph shapes come from the attributes, so tracing draws no numbers.
+def _meta(shape, dtype):
+    from tapeflow.graph.graph import Meta
+    return [Meta(tuple(shape), np.dtype(dtype))]
+
+
+def _sample_meta(shape, dtype, **_):
+    known = isinstance(shape, np.ndarray)
+    return _meta(shape.tolist() if known else (None,) * (shape.shape[0] or 0), dtype)
+
+
+for _sampler in (_standard_normal, _random_uniform, _random_uniform_int, _truncated_normal):
+    _sampler.shape_fn = _sample_meta
+_random_shuffle.shape_fn = lambda x, **_: _meta(x.shape, x.dtype)
+_multinomial.shape_fn = lambda logits, num_samples, output_dtype, **_: _meta((logits.shape[0], num_samples),
+                                                                              output_dtype)
+del _sampler
 
 for _type in ("RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal", "RandomShuffle",
               "Multinomial"):
@@ -175,7 +200,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
     """
     dtype = _float_dtype(dtype, "RandomStandardNormal")
     shape = _shape(shape, "RandomStandardNormal")
-    sample = execute(_standard_normal, (), {"shape": shape, "dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = execute(_standard_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     return _affine(sample, stddev, mean, dtype)
 
 
@@ -183,7 +208,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     """Normal samples restricted to two standard deviations around the mean."""
     dtype = _float_dtype(dtype, "TruncatedNormal")
     shape = _shape(shape, "TruncatedNormal")
-    sample = execute(_truncated_normal, (), {"shape": shape, "dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = execute(_truncated_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     return _affine(sample, stddev, mean, dtype)
 
 
@@ -212,10 +237,10 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
             if b.ndim:
                 raise InvalidArgumentError(None, "RandomUniformInt",
                                            f"{what} must be 0-D, got shape {list(b.shape)} [Op:RandomUniformInt]")
-        return execute(_random_uniform_int, (), {"shape": shape, "dtype": dtype._np, "seed": _seed_attr(seed),
-                                                 "minval": int(bounds[0]), "maxval": int(bounds[1])})
+        return execute(_random_uniform_int, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed),
+                                                       "minval": int(bounds[0]), "maxval": int(bounds[1])})
     maxval = 1 if maxval is None else maxval
-    sample = execute(_random_uniform, (), {"shape": shape, "dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = execute(_random_uniform, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     if isinstance(minval, Tensor) or isinstance(maxval, Tensor) or np.ndim(minval) or np.ndim(maxval):
         lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
         return _affine(sample, math_ops.subtract(hi, lo), lo, dtype)

@@ -308,3 +308,12 @@ def test_compute_gradient_unconnected_input_is_zero():
     np.testing.assert_array_equal(n, n_tf)
     (_, t2), (_, n2) = tapeflow.test.compute_gradient(lambda x, y: x * 2.0, [np.ones(2), np.ones(3)])
     assert t2.shape == (2, 3) and not t2.any() and not n2.any()
+
+
+def test_jacobian_of_variable_wrt_itself():
+    def prog(tf):
+        v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+        with tf.GradientTape(persistent=True) as t:
+            y = v * 2.0
+        return t.jacobian(v, v), t.jacobian(y, v), t.batch_jacobian(v, v)
+    same(prog)

@@ -64,7 +64,7 @@ def test_reads():
     def prog(tf):
         v = tf.Variable([1.0, 2.0])
         return (v.read_value(), v.value(), tf.convert_to_tensor(v), tf.identity(v), v.numpy(),
-                np.asarray(v), v.get_shape(), v.ndim if hasattr(v, "ndim") else 1)
+                np.asarray(v), v.get_shape(), v.shape.rank)
     same(prog)
 
 
@@ -267,7 +267,7 @@ def test_operators_on_variables():
 
 def test_operator_on_variable_with_wrong_dtype():
     same(lambda tf: tf.Variable(1.0) + tf.constant(1.0, tf.float64))
-    same(lambda tf: tf.Variable(1) + 1.5)
+    same(lambda tf: tf.Variable(1) * 1.5)
 
 
 def test_gradient_of_variable_used_several_times():
@@ -285,7 +285,7 @@ def test_gradient_of_variable_operators():
     def prog(tf):
         v = tf.Variable([1.5, 2.0])
         with tf.GradientTape() as t:
-            y = tf.reduce_sum(2.0 / v + v ** 3 - abs(v) + (v @ tf.constant([[1.0], [2.0]]) if False else 0.0))
+            y = tf.reduce_sum(2.0 / v + v ** 3 - abs(v) + v % 1.0) + tf.reduce_sum(tf.reshape(v, [1, 2]) @ [[1.0], [2.0]])
         return t.gradient(y, v)
     same(prog)
 
@@ -305,5 +305,29 @@ def test_non_trainable_variable_gradient_none():
         v = tf.Variable(2.0, trainable=False)
         with tf.GradientTape() as t:
             y = v * v
-        return t.gradient(y, v), t.gradient is not None
+        return t.gradient(y, v), t.watched_variables()
     same(prog)
+
+
+# -- shapes ---------------------------------------------------------------------------------
+
+SHAPED = {
+    "partial_shape_assign": lambda tf: (lambda v: (v.shape, v.assign(tf.zeros([3, 2])), v.shape, v.value().shape))(
+        tf.Variable(tf.zeros([1, 2]), shape=[None, 2])),
+    "unknown_shape_assign": lambda tf: (lambda v: (v.shape, v.assign([1.0, 2.0]), v.shape))(
+        tf.Variable(1.0, shape=tf.TensorShape(None))),
+    "incompatible_shape_argument": lambda tf: tf.Variable(tf.zeros([1, 2]), shape=[3, 2]),
+    "partial_shape_bad_assign": lambda tf: tf.Variable(tf.zeros([1, 2]), shape=[None, 2]).assign(tf.zeros([3, 3])),
+    "partial_shape_assign_add": lambda tf: tf.Variable(tf.zeros([1, 2]), shape=[None, 2]).assign_add(tf.ones([1, 2])),
+    "validate_shape_false": lambda tf: (lambda v: (v.shape, v))(tf.Variable(tf.zeros([1, 2]), validate_shape=False)),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPED))
+def test_variable_shapes(name):
+    same(SHAPED[name])
+
+
+def test_partial_shape_repr():
+    tf = pytest.importorskip("tensorflow")
+    assert repr(tapeflow.Variable(tapeflow.zeros([1, 2]), shape=[None, 2])) == repr(tf.Variable(tf.zeros([1, 2]), shape=[None, 2]))

@@ -204,3 +204,43 @@ def test_conv_and_pool_are_fast():
         tape.gradient(loss, [x, w])
     per_step = (time.perf_counter() - start) / 5
     assert per_step < 0.1, f"conv + pool training step took {per_step * 1e3:.1f} ms"
+
+
+@pytest.mark.parametrize("pool", ["max_pool2d", "avg_pool2d"])
+def test_pool_gradient_of_gradient_wrt_upstream_matches_tensorflow(pool):
+    """d/dv <grad(pool)(x) . v, u>: exercises MaxPoolGradGrad / AvgPool-of-ddx and their own gradients."""
+    tft = tf_module()
+    rng = np.random.default_rng(5)
+    x = distinct(rng, (1, 5, 4, 2), np.float64)
+    v, u = rng.normal(size=(1, 3, 2, 2)), rng.normal(size=(1, 5, 4, 2))
+
+    def run(m):
+        xs, vs = m.constant(x), m.constant(v)
+        with m.GradientTape() as outer:
+            outer.watch(vs)
+            with m.GradientTape() as inner:
+                inner.watch(xs)
+                y = getattr(m.nn, pool)(xs, 3, 2, "SAME")
+            g = inner.gradient(y, xs, output_gradients=vs)
+            gu = m.reduce_sum(g * m.constant(u))
+        return outer.gradient(gu, vs).numpy()
+
+    np.testing.assert_allclose(run(tf), run(tft), rtol=1e-12, atol=1e-12)
+
+
+def test_max_pool_third_order_runs():
+    x = tf.constant(distinct(np.random.default_rng(6), (1, 4, 4, 1), np.float64))
+    v = tf.constant(np.ones((1, 2, 2, 1)))
+    with tf.GradientTape() as t3:
+        t3.watch(v)
+        with tf.GradientTape() as t2:
+            t2.watch(v)
+            with tf.GradientTape() as t1:
+                t1.watch(x)
+                y = tf.nn.max_pool2d(x, 2, 2, "VALID")
+            g = t1.gradient(y, x, output_gradients=v * v)
+            s = tf.reduce_sum(g * g)
+        dv = t2.gradient(s, v)                  # = 4 v^3 routed through MaxPoolGradGrad
+        s2 = tf.reduce_sum(dv)
+    np.testing.assert_allclose(dv.numpy(), 4 * np.ones((1, 2, 2, 1)))
+    np.testing.assert_allclose(t3.gradient(s2, v).numpy(), 12 * np.ones((1, 2, 2, 1)))

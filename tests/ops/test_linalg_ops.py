@@ -112,7 +112,8 @@ SPECS = [
            lambda a, b: (np_mt(a) @ b[..., None])[..., 0], [((4, 3), (4,)), ((2, 4, 3), (2, 4))]),
     OpSpec("matvec_adjoint_a", lambda tf, a, b: tf.linalg.matvec(a, b, adjoint_a=True),
            lambda a, b: (np.conj(np_mt(a)) @ b[..., None])[..., 0], [((4, 3), (4,))], sampler=complex_of(any_real)),
-    OpSpec("matrix_transpose", lambda tf, x: tf.linalg.matrix_transpose(x), np_mt, [((2, 3),), ((2, 3, 4),), ((0, 3),)]),
+    OpSpec("matrix_transpose", lambda tf, x: tf.linalg.matrix_transpose(x), np_mt,
+           [((2, 3),), ((2, 3, 4),), ((0, 3),)]),
     OpSpec("adjoint", lambda tf, x: tf.linalg.adjoint(x), lambda x: np.conj(np_mt(x)), [((2, 3),), ((2, 2, 1),)],
            sampler=complex_of(any_real)),
     OpSpec("matrix_transpose_conjugate", lambda tf, x: tf.linalg.matrix_transpose(x, conjugate=True),
@@ -232,3 +233,174 @@ def _np_set_diag(x, d):
 
 
 define_tests(SPECS, globals())
+
+
+# -- errors and edge cases, each checked against TensorFlow where it is installed --
+
+SINGULAR = [[1.0, 2.0], [2.0, 4.0]]
+ERRORS = [
+    ("inv_not_square", lambda tf: tf.linalg.inv(tf.ones([2, 3])), "InvalidArgumentError", "must be square"),
+    ("inv_singular", lambda tf: tf.linalg.inv(tf.constant(SINGULAR)), "InvalidArgumentError", "not invertible"),
+    ("inv_rank1", lambda tf: tf.linalg.inv(tf.ones([3])), "InvalidArgumentError", "rank >= 2"),
+    ("inv_int", lambda tf: tf.linalg.inv(tf.constant([[1, 0], [0, 1]])), "InvalidArgumentError", "int32"),
+    ("det_not_square", lambda tf: tf.linalg.det(tf.ones([2, 3])), "InvalidArgumentError", "must be square"),
+    ("slogdet_not_square", lambda tf: tf.linalg.slogdet(tf.ones([3, 2])), "InvalidArgumentError", "must be square"),
+    ("cholesky_not_square", lambda tf: tf.linalg.cholesky(tf.ones([2, 3])), "InvalidArgumentError", "must be square"),
+    ("eigh_not_square", lambda tf: tf.linalg.eigh(tf.ones([2, 3])), "InvalidArgumentError", "must be square"),
+    ("svd_rank1", lambda tf: tf.linalg.svd(tf.ones([3])), "InvalidArgumentError", "rank >= 2"),
+    ("solve_singular", lambda tf: tf.linalg.solve(tf.constant(SINGULAR), tf.ones([2, 1])),
+     "InvalidArgumentError", "not invertible"),
+    ("solve_rank_mismatch", lambda tf: tf.linalg.solve(tf.eye(2), tf.ones([2])), "InvalidArgumentError", "same rank"),
+    ("solve_rows_mismatch", lambda tf: tf.linalg.solve(tf.eye(2), tf.ones([3, 1])), "InvalidArgumentError",
+     "incompatible"),
+    ("solve_batch_mismatch", lambda tf: tf.linalg.solve(tf.ones([3, 2, 2]), tf.ones([1, 2, 1])),
+     "InvalidArgumentError", "outer dimensions"),
+    ("triangular_solve_not_square", lambda tf: tf.linalg.triangular_solve(tf.ones([2, 3]), tf.ones([2, 1])),
+     "InvalidArgumentError", "square"),
+    ("triangular_solve_rhs_rank", lambda tf: tf.linalg.triangular_solve(tf.eye(2), tf.ones([2])),
+     "InvalidArgumentError", "ndims must be >= 2"),
+    ("diag_scalar", lambda tf: tf.linalg.diag(tf.constant(1.0)), "InvalidArgumentError", "at least 1-dim"),
+    ("diag_part_rank1", lambda tf: tf.linalg.diag_part(tf.ones([3])), "InvalidArgumentError", "at least 2-dim"),
+    ("set_diag_shape", lambda tf: tf.linalg.set_diag(tf.ones([3, 4]), tf.ones([4])), "InvalidArgumentError",
+     "diagonal"),
+    ("band_part_too_wide", lambda tf: tf.linalg.band_part(tf.ones([3, 3]), 5, 0), "InvalidArgumentError", "num_lower"),
+    ("matrix_transpose_rank1", lambda tf: tf.linalg.matrix_transpose(tf.ones([3])), "ValueError", "rank >= 2"),
+    ("norm_bad_vector_ord", lambda tf: tf.norm(tf.ones([3]), ord="fro"), "ValueError", "vector norm"),
+    ("norm_negative_ord", lambda tf: tf.norm(tf.ones([3]), ord=-1), "ValueError", "vector norm"),
+    ("norm_bad_matrix_ord", lambda tf: tf.norm(tf.ones([2, 3]), ord=3, axis=[0, 1]), "ValueError", "matrix norm"),
+    ("norm_bad_axis", lambda tf: tf.norm(tf.ones([2, 3]), axis=[0, 0]), "ValueError", "'axis'"),
+    ("norm_int", lambda tf: tf.norm(tf.constant([3, 4])), "InvalidArgumentError", "int32"),
+]
+
+
+@pytest.mark.parametrize("what,fn,error,message", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors(what, fn, error, message):
+    ours = tapeflow.errors.InvalidArgumentError if error == "InvalidArgumentError" else ValueError
+    with pytest.raises(ours) as info:
+        fn(tapeflow)
+    assert message in str(info.value)
+    tf = tf_module()
+    with pytest.raises(tf.errors.InvalidArgumentError if error == "InvalidArgumentError" else ValueError):
+        fn(tf)
+
+
+def _both(fn):
+    tf = tf_module()
+    return fn(tapeflow), fn(tf)
+
+
+def test_cholesky_not_positive_definite_is_nan_like_tensorflow():
+    batch = np.array([[[1.0, 2.0], [2.0, 1.0]], [[4.0, 2.0], [2.0, 5.0]]])
+    ours, theirs = _both(lambda tf: tf.linalg.cholesky(tf.constant(batch)).numpy())
+    assert np.isnan(ours[0]).all() and np.isnan(theirs[0][np.tril_indices(2)]).all()
+    np.testing.assert_allclose(ours[1], theirs[1])
+    assert np.isnan(tapeflow.linalg.logdet(tapeflow.constant(batch[0])).numpy())
+
+
+def test_triangular_solve_singular_gives_inf_like_tensorflow():
+    ours, theirs = _both(lambda tf: tf.linalg.triangular_solve(tf.constant([[0.0, 0.0], [2.0, 4.0]]),
+                                                               tf.ones([2, 1])).numpy())
+    np.testing.assert_array_equal(ours, theirs)
+    batched, _ = _both(lambda tf: tf.linalg.triangular_solve(tf.constant([[[0.0, 0.0], [2.0, 4.0]]] * 2),
+                                                             tf.ones([2, 1])).numpy())
+    np.testing.assert_array_equal(batched, [theirs, theirs])
+
+
+def test_singular_slogdet_and_det():
+    ours, theirs = _both(lambda tf: [t.numpy() for t in tf.linalg.slogdet(tf.constant(SINGULAR))])
+    np.testing.assert_array_equal(ours, theirs)
+    assert ours[0] == 0.0 and np.isneginf(ours[1])
+    assert float(tapeflow.linalg.det(tapeflow.constant(SINGULAR))) == 0.0
+
+
+def test_result_structures():
+    sl = tapeflow.linalg.slogdet(tapeflow.eye(2))
+    assert sl._fields == ("sign", "log_abs_determinant") and float(sl.log_abs_determinant) == 0.0
+    q, r = qr = tapeflow.linalg.qr(tapeflow.ones([3, 2]))
+    assert qr.q is q and qr.r is r and r.shape == (2, 2)
+    assert isinstance(tapeflow.linalg.eigh(tapeflow.eye(2)), tuple)
+    assert tapeflow.norm is tapeflow.linalg.norm
+    assert tapeflow.linalg.matmul is tapeflow.matmul
+
+
+def test_complex_eigenvalues_keep_input_dtype():
+    x = np.array([[2.0, 1j], [-1j, 3.0]])
+    ours, theirs = _both(lambda tf: tf.linalg.eigh(tf.constant(x))[0].numpy())
+    assert ours.dtype == theirs.dtype == np.complex128
+    np.testing.assert_allclose(ours, theirs)
+    s = tapeflow.linalg.svd(tapeflow.constant(x), compute_uv=False)
+    assert s.dtype == tapeflow.float64
+
+
+@pytest.mark.parametrize("fn", [
+    lambda tf, x: tf.linalg.inv(x), lambda tf, x: tf.linalg.det(x), lambda tf, x: tf.linalg.cholesky(x),
+    lambda tf, x: tf.linalg.eigvalsh(x), lambda tf, x: tf.linalg.svd(x, compute_uv=False),
+], ids=["inv", "det", "cholesky", "eigvalsh", "svd"])
+def test_half_precision_runs_in_float32(fn):
+    x = np.array([[4.0, 1.0], [1.0, 3.0]])
+    ours = fn(tapeflow, tapeflow.constant(x, tapeflow.float16))
+    assert ours.dtype == tapeflow.float16
+    np.testing.assert_allclose(ours.numpy().astype(np.float64), fn(tapeflow, tapeflow.constant(x)).numpy(), rtol=2e-3)
+
+
+def test_gradients_not_implemented_like_tensorflow():
+    for fn in (lambda tf, x: tf.linalg.qr(x, full_matrices=True)[0],
+               lambda tf, x: tf.linalg.svd(x, full_matrices=True)[1]):
+        for module in (tapeflow, tf_module()):
+            x = module.constant(np.random.default_rng(0).normal(size=(4, 2)))
+            with module.GradientTape() as tape:
+                tape.watch(x)
+                y = module.reduce_sum(fn(module, x))
+            with pytest.raises(NotImplementedError):
+                tape.gradient(y, x)
+
+
+def test_graph_mode_matches_eager():
+    x = tapeflow.constant(well_conditioned(np.random.default_rng(0), (2, 3, 3), np.float64))
+
+    def step(x):
+        with tapeflow.GradientTape() as tape:
+            tape.watch(x)
+            y = (tapeflow.reduce_sum(tapeflow.linalg.inv(x)) + tapeflow.reduce_sum(tapeflow.linalg.slogdet(x)[1])
+                 + tapeflow.reduce_sum(tapeflow.linalg.solve(x, x[..., :1]))
+                 + tapeflow.reduce_sum(tapeflow.linalg.svd(x, compute_uv=False))
+                 + tapeflow.reduce_sum(tapeflow.linalg.eigvalsh(x))
+                 + tapeflow.reduce_sum(tapeflow.linalg.cholesky(tapeflow.matmul(x, x, adjoint_b=True)))
+                 + tapeflow.reduce_sum(tapeflow.linalg.qr(x).r) + tapeflow.norm(x, ord=2, axis=[-2, -1])[0])
+        return y, tape.gradient(y, x)
+
+    eager = step(x)
+    graph = tapeflow.function(step)(x)
+    for a, b in zip(eager, graph, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(k=1), dict(k=-1), dict(num_rows=3), dict(num_cols=4), dict(num_rows=2, num_cols=4),
+    dict(k=1, num_rows=3, num_cols=3), dict(padding_value=9), dict(k=(1, 1)), dict(k=2, num_rows=2),
+], ids=str)
+def test_diag_options_like_tensorflow(kwargs):
+    d = np.array([[1.0, 2.0], [3.0, 4.0]])
+    ours, theirs = _both(lambda tf: tf.linalg.diag(tf.constant(d), **kwargs).numpy())
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("k", [0, 1, -1, 3, -2])
+def test_diag_part_and_set_diag_offsets_like_tensorflow(k):
+    x = np.arange(12.0).reshape(3, 4)
+
+    def run(tf):
+        part = tf.linalg.diag_part(tf.constant(x), k=k)
+        return part.numpy(), tf.linalg.set_diag(tf.constant(x), -part, k=k).numpy()
+    ours, theirs = _both(run)
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cholesky_and_eigh_read_the_lower_triangle():
+    x = np.array([[4.0, 100.0], [2.0, 5.0]])
+    ours, theirs = _both(lambda tf: [tf.linalg.cholesky(tf.constant(x)).numpy(),
+                                     tf.linalg.eigvalsh(tf.constant(x)).numpy()])
+    np.testing.assert_allclose(ours[0], [[2.0, 0.0], [1.0, 2.0]])
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a, b)

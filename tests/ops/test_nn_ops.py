@@ -134,6 +134,23 @@ SPECS += [
            [((5, 3),)], extra=ids_for((4,))),
 ]
 
+# Random ops with degenerate parameters give TensorFlow's exact values (and gradients to the parameters).
+SPECS += [
+    OpSpec("dropout_rate0", lambda tf, x: tf.nn.dropout(x, 0.0), lambda x: x, [((2, 3),), ((0,),)]),
+    OpSpec("random_normal_zero_stddev", lambda tf, m: tf.random.normal([2, 3], mean=m, stddev=0.0, dtype=m.dtype),
+           lambda m: np.broadcast_to(m, (2, 3)), [((3,),), ((),)]),
+    OpSpec("truncated_normal_zero_stddev", lambda tf, m: tf.random.truncated_normal([2, 3], mean=m, stddev=0.0, dtype=m.dtype),
+           lambda m: np.broadcast_to(m, (2, 3)), [((3,),)]),
+    OpSpec("random_uniform_int_single_value",
+           lambda tf, x: x + tf.cast(tf.random.uniform([3], 4, 5, dtype=tf.int32), x.dtype), lambda x: x + 4,
+           [((3,),)]),
+    OpSpec("categorical_single_class",
+           lambda tf, x: x * tf.cast(tf.random.categorical([[0.0, -np.inf]], 3) + 1, x.dtype), lambda x: x,
+           [((1, 3),)]),
+    OpSpec("shuffle_no_gradient", lambda tf, x: x + 0.0 * tf.reduce_sum(tf.random.shuffle(x)), lambda x: x,
+           [((4, 2),)]),
+]
+
 define_tests(SPECS, globals())
 
 
@@ -218,3 +235,66 @@ def test_xent_hessian_vector_products_match_tensorflow():
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10, atol=1e-12)
         if sparse:
             assert ours[1] is None and theirs[1] is None
+
+
+def test_nn_namespace_reexports_math_activations():
+    for name in ("sigmoid", "tanh", "softplus", "softsign", "l2_normalize", "relu", "conv2d", "max_pool2d", "swish"):
+        assert hasattr(tf.nn, name), name
+    assert not hasattr(tf, "relu") and not hasattr(tf, "conv2d")      # tf.nn names are not top-level
+
+
+def test_activation_dtype_errors_match_tensorflow():
+    with pytest.raises(ValueError, match="floating point"):
+        tf.nn.gelu(tf.constant([1, 2]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="int32"):
+        tf.nn.l2_loss(tf.constant([1, 2]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="int32"):
+        tf.nn.elu(tf.constant([1, 2]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="complex128"):
+        tf.nn.relu(tf.constant([1 + 1j]))
+    assert tf.nn.relu6(tf.constant([1, 7])).numpy().tolist() == [1, 6]
+    assert tf.nn.leaky_relu(tf.constant([1, -2])).dtype == tf.float32
+    np.testing.assert_allclose(tf.nn.leaky_relu([1.0, -2.0], alpha=2.0).numpy(), [1.0, -4.0])
+
+
+def test_cross_entropy_and_bias_add_errors():
+    with pytest.raises(ValueError, match="same shape"):
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=[1.0, 0.0], logits=[1.0, 2.0, 3.0])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant([1.0, 0.0], tf.float64), logits=[1.0, 2.0])
+    x = tf.ones([2, 5, 5, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="as many biases"):
+        tf.nn.bias_add(x, tf.ones([4]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Biases must be 1D"):
+        tf.nn.bias_add(x, tf.ones([3, 1]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="at least 2D"):
+        tf.nn.bias_add(tf.ones([3]), tf.ones([3]))
+    with pytest.raises(ValueError, match="data_format"):
+        tf.nn.bias_add(x, tf.ones([5]), data_format="CHWN")
+
+
+def test_embedding_lookup_on_variables_gives_indexed_slices():
+    table = tf.Variable(np.arange(8.0).reshape(4, 2))
+    with tf.GradientTape() as tape:
+        y = tf.nn.embedding_lookup(table, [[1, 1], [3, 0]])
+    g = tape.gradient(y, table)
+    assert isinstance(g, tf.IndexedSlices)
+    np.testing.assert_array_equal(tf.convert_to_tensor(g).numpy(), [[1, 1], [2, 2], [0, 0], [1, 1]])
+    parts = [tf.Variable(np.zeros((2, 2))), tf.Variable(np.zeros((2, 2))), tf.Variable(np.zeros((1, 2)))]
+    with tf.GradientTape() as tape:
+        y = tf.nn.embedding_lookup(parts, [4, 1, 2])
+    grads = tape.gradient(y, parts)
+    assert all(isinstance(g, tf.IndexedSlices) for g in grads)
+    assert [tf.convert_to_tensor(g).numpy()[:, 0].tolist() for g in grads] == [[0, 1], [1, 0], [1]]
+    with pytest.raises(ValueError, match="at least one param"):
+        tf.nn.embedding_lookup([], [0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not in"):
+        tf.nn.embedding_lookup(parts, [5])
+
+
+def test_moments_half_precision_and_ints():
+    mean, var = tf.nn.moments(tf.constant(np.arange(6.0).reshape(2, 3), tf.float16), [0])
+    assert mean.dtype == tf.float16 and var.dtype == tf.float16
+    np.testing.assert_allclose(var.numpy(), [2.25] * 3)
+    mean, var = tf.nn.moments(tf.constant([1, 2, 3]), [0])
+    assert mean.dtype == tf.int32 and int(mean) == 2 and int(var) == 0

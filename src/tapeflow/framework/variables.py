@@ -82,7 +82,13 @@ class Variable:
         self._id = _next_id()
         self._trainable = True if trainable is None else bool(trainable)
         self._name = (name or "Variable") + ":0"
-        self._shape = TensorShape(self._value.shape) if shape is None or validate_shape else TensorShape(shape)
+        self._shape = TensorShape(self._value.shape)
+        if shape is not None:   # a less specific shape lets assignments change the value's shape
+            shape = TensorShape(shape)
+            if not shape.is_compatible_with(self._shape):
+                raise ValueError(f"In this `tf.Variable` creation, the initial value's shape ({self._shape}) is "
+                                 f"not compatible with the explicitly supplied `shape` argument ({shape}).")
+            self._shape = shape
         self._constraint = constraint
 
     # -- reads --------------------------------------------------------------
@@ -196,9 +202,9 @@ class Variable:
         if t._value.dtype != self._value.dtype:
             raise TypeError(f"Variable.{mode}: cannot use a {t.dtype.name} value with variable "
                             f"'{self._name}' of dtype {self.dtype.name}.")
-        if mode == "assign" and not TensorShape(t._value.shape).is_compatible_with(self._value.shape):
+        if mode == "assign" and not TensorShape(t._value.shape).is_compatible_with(self._shape):
             raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape "
-                             f"{_shape_str(self._value.shape)} and the assigned value shape "
+                             f"{self._shape} and the assigned value shape "
                              f"{TensorShape(t._value.shape)} are incompatible.")
         return execute(_write_variable, (t,), {"var": self, "mode": mode})
 
@@ -207,12 +213,14 @@ class Variable:
         of another dtype is a ValueError, and the shapes must be equal (ValueError
         for `assign`, InvalidArgumentError for the updates, like TensorFlow)."""
         t = convert_to_tensor(value, dtype=self.dtype)
-        if t._value.shape != self._value.shape:
+        if what == "assign":
+            if not self._shape.is_compatible_with(t._value.shape):
+                raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape {self._shape} "
+                                 f"and the assigned value shape {_shape_str(t._value.shape)} are incompatible.")
+        elif t._value.shape != self._value.shape:
             message = (f"Cannot {what} to variable '{self._name}': the variable shape "
                        f"{_shape_str(self._value.shape)} and the value shape "
                        f"{_shape_str(t._value.shape)} must be equal.")
-            if what == "assign":
-                raise ValueError(message)
             from tapeflow.framework.errors import InvalidArgumentError
             raise InvalidArgumentError(None, "AssignAddVariableOp" if what == "assign_add" else "AssignSubVariableOp",
                                        message)
@@ -273,7 +281,7 @@ class Variable:
 
     def __repr__(self):
         from tapeflow.framework.tensor import _numpy_repr
-        return (f"<tf.Variable '{self._name}' shape={_shape_str(self._value.shape)} "
+        return (f"<tf.Variable '{self._name}' shape={self._shape} "
                 f"dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>")
 
     __hash__ = None   # TF2: use variable.ref() as a key

@@ -147,7 +147,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
 
     Raises:
       TypeError: a branch is not callable, or the branches' outputs differ in dtype.
-      ValueError: the branches return different structures.
+      TypeError: the branches return different structures (TensorFlow's class for this).
 
     >>> import tapeflow as tf
     >>> tf.cond(tf.constant(2.0) > 1.0, lambda: tf.constant(1.0), lambda: tf.constant(0.0)).numpy()
@@ -155,15 +155,18 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("true_fn and false_fn must be callable.")
-    if not _in_graph(pred):
+    if not state.graphs:
         return true_fn() if bool(pred) else false_fn()
+    if isinstance(pred, bool):
+        raise TypeError("pred must not be a Python bool in a graph (tf.function): use a boolean tensor, or "
+                        "plain Python `if` for a value known while tracing.")
     pred = convert_to_tensor(pred)
     then_f, then_out = _trace(lambda _: true_fn(), [], "cond_true")
     else_f, else_out = _trace(lambda _: false_fn(), [], "cond_false")
     try:
         nest.assert_same_structure(then_out, else_out)
     except ValueError:
-        raise ValueError("true_fn and false_fn arguments to tf.cond must have the same number, type, and overall "
+        raise TypeError("true_fn and false_fn arguments to tf.cond must have the same number, type, and overall "
                          f"structure of return values.\n\ntrue_fn output: {then_out}\nfalse_fn output: {else_out}") from None
     metas = []
     for a, b in zip(then_f._flat_tensor_outputs, else_f._flat_tensor_outputs):
@@ -218,11 +221,25 @@ def _while(max_iter, *args, cond_f, body_f, n, cond_caps, body_caps, n_caps, kee
     if history is not None:
         for k in range(n):
             init = np.asarray(args[k])
-            extra.append(np.stack(history[k]) if history[k] else np.zeros((0,) + init.shape, init.dtype))
+            extra.append(_stack_history(history[k], init))
     return tuple(loop_vars) + tuple(extra) + (np.int32(count),)
 
 
 _while.accepts_none = True
+
+
+def _stack_history(values, init):
+    """The values a loop variable took, stacked; when `shape_invariants` let its shape
+    change, a 1-D object array of them (gathering step i still gives step i's array)."""
+    if not values:
+        return np.zeros((0,) + np.shape(init), np.asarray(init).dtype)
+    first = np.shape(values[0])
+    if all(np.shape(v) == first for v in values):
+        return np.stack(values)
+    ragged = np.empty(len(values), object)
+    for i, v in enumerate(values):
+        ragged[i] = np.asarray(v)
+    return ragged
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10, back_prop=True,
@@ -248,7 +265,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     single = not isinstance(loop_vars, (list, tuple))
     packed = [loop_vars] if single else loop_vars
     flat = nest.flatten(packed)
-    if not _in_graph(*flat, maximum_iterations):
+    if not state.graphs:
         return _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations)
     return _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations)
 
@@ -265,7 +282,9 @@ def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
     limit = None if maximum_iterations is None else int(maximum_iterations)
     count = 0
     while (limit is None or count < limit) and bool(cond(*packed)):
-        out = _call_body(body, packed, single)
+        out = body(*packed)
+        if single:
+            out = [out]
         nest.assert_same_structure(list(packed), list(out))
         packed = type(packed)(out) if isinstance(packed, (list, tuple)) else out
         count += 1

@@ -8,6 +8,7 @@ one "PartitionedCall" node.  Either way the call is one op to tapes and to
 inlined and differentiated with `gradients` (Note [call gradients]).
 """
 
+import collections
 import functools
 import inspect
 import weakref
@@ -59,6 +60,12 @@ class FuncGraph(Graph):
         if t._id < self._first_own_id:
             return self.capture(t)
         return t
+
+    def _create_op(self, op_def, inputs, attrs, metas=None, name=None):
+        var = attrs.get("var") if attrs else None
+        if isinstance(var, Variable):   # a written variable is an input of the call too, so the
+            self._own(var)              # caller orders it with the other reads and writes of var
+        return super()._create_op(op_def, inputs, attrs, metas, name)
 
     def capture(self, t):
         placeholder = self._capture_of.get(t._id)
@@ -123,6 +130,7 @@ class ConcreteFunction:
         self._plan = None
         self._backward = None
         self._grad_mask = None
+        self._slices = False        # IndexedSlices outputs are returned as their three parts
 
     @property
     def inputs(self):
@@ -168,7 +176,8 @@ class ConcreteFunction:
         flat = list(self._flat_outputs)
         for pos, value in zip(self._tensor_positions, tensor_outputs):
             flat[pos] = value
-        return nest.pack_sequence_as(self.structured_outputs, flat)
+        out = nest.pack_sequence_as(self.structured_outputs, flat)
+        return _join_slices(out) if self._slices else out
 
     def _backward_function(self):
         """The ConcreteFunction mapping (inputs, output gradients) to input gradients."""
@@ -178,6 +187,7 @@ class ConcreteFunction:
 
 
 def _trace_backward(forward):
+    from tapeflow.framework.indexed_slices import IndexedSlices
     from tapeflow.graph.gradients import gradients
     inputs = forward.inputs
     outputs = forward._flat_tensor_outputs
@@ -191,6 +201,7 @@ def _trace_backward(forward):
         new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
         xs = new_inputs + list(forward.graph.variables)
         grads = gradients(new_trainable, xs, grad_ys=new_dys) if new_trainable else [None] * len(xs)
+        grads = [convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in grads]   # dense outputs
     mask = [g is not None for g in grads]
     present = [g for g in grads if g is not None]
     backward = ConcreteFunction(graph, present, present)
@@ -340,9 +351,12 @@ class Function:
                     new_flat.append(value)
             new_args, new_kwargs = nest.pack_sequence_as((args, kwargs), new_flat)
             result = self._python_function(*new_args, **new_kwargs)
-            flat_out = nest.flatten(result)
+            split = _split_slices(result)
+            flat_out = nest.flatten(split)
             flat_out = [self._output(graph, o) for o in flat_out]
-        return ConcreteFunction(graph, result, flat_out)
+        concrete = ConcreteFunction(graph, split, flat_out)
+        concrete._slices = split is not result
+        return concrete
 
     @staticmethod
     def _output(graph, value):
@@ -361,6 +375,26 @@ class Function:
             with graph.as_default():     # Python and NumPy values are returned as tensors, like TF
                 return convert_to_tensor(value)
         return value
+
+
+_Slices = collections.namedtuple("_Slices", ["values", "indices", "dense_shape"])
+
+
+def _split_slices(structure):
+    """`structure` with each IndexedSlices replaced by its parts (`structure` itself when it has none)."""
+    from tapeflow.framework.indexed_slices import IndexedSlices
+    leaves = nest.flatten(structure)
+    if not any(isinstance(x, IndexedSlices) for x in leaves):
+        return structure
+    return optree.tree_map(lambda x: _Slices(x.values, x.indices, x.dense_shape) if isinstance(x, IndexedSlices) else x,
+                           structure, none_is_leaf=True, namespace="tapeflow")
+
+
+def _join_slices(structure):
+    """Rebuilds the IndexedSlices that `_split_slices` took apart (TF returns them from functions)."""
+    from tapeflow.framework.indexed_slices import IndexedSlices
+    return optree.tree_map(lambda x: IndexedSlices(*x) if isinstance(x, _Slices) else x, structure,
+                           is_leaf=lambda x: isinstance(x, _Slices), none_is_leaf=True, namespace="tapeflow")
 
 
 def function(func=None, input_signature=None, autograph=True, jit_compile=None, reduce_retracing=False,

@@ -49,13 +49,36 @@ def _producer(t):
 
 
 class _Consumers:
-    """tensor id -> ops of the graph consuming it (built once per call)."""
+    """tensor id -> ops consuming it, in the graph and the outer graphs it captures from
+    (built once per call).
+
+    Note [gradients across captures]: inside a function, the placeholder of a
+    captured outer tensor stands for that tensor, so the walk between xs and ys
+    goes on through the outer graph's ops (their gradient ops are added to the
+    current graph, which captures what they use), as gradients_util does.
+    """
 
     def __init__(self, graph):
+        self.alias = {}           # capture placeholder id -> the outer value it stands for
+        graphs = []
+        while graph is not None:
+            graphs.append(graph)
+            for outer, placeholder in getattr(graph, "captures", ()):
+                self.alias[placeholder._id] = outer
+            graph = graph.outer_graph
         self.by_tensor = collections.defaultdict(list)
-        for op in graph._ops:
-            for t in op.inputs:
-                self.by_tensor[t._id].append(op)
+        for g in graphs:
+            for op in g._ops:
+                for t in op.inputs:
+                    self.by_tensor[self.resolve(t)._id].append(op)
+
+    def resolve(self, t):
+        while t._id in self.alias:
+            t = self.alias[t._id]
+        return t
+
+    def producer(self, t):
+        return _producer(self.resolve(t)) if self.alias else _producer(t)
 
     def of(self, t):
         return self.by_tensor.get(t._id, ())
@@ -66,7 +89,7 @@ def _pending_counts(ys, xs, consumers):
     reached = set()
     queue = collections.deque()
     for x in xs:     # from the ops making the xs (variables have none: from their readers)
-        producer = _producer(x)
+        producer = consumers.producer(x)
         if producer is not None:
             queue.append(producer)
         else:
@@ -80,7 +103,7 @@ def _pending_counts(ys, xs, consumers):
             if _trainable(out):
                 queue.extend(consumers.of(out))
     between, between_list = set(), []
-    queue = collections.deque(op for op in (_producer(y) for y in ys) if op is not None)
+    queue = collections.deque(op for op in (consumers.producer(y) for y in ys) if op is not None)
     while queue:
         op = queue.popleft()
         if op._id in reached:
@@ -88,13 +111,13 @@ def _pending_counts(ys, xs, consumers):
             between_list.append(op)
             reached.discard(op._id)
             for t in op.inputs:
-                producer = _producer(t)
+                producer = consumers.producer(t)
                 if producer is not None:
                     queue.append(producer)
     pending = collections.defaultdict(int)
     for op in between_list:
         for t in op.inputs:
-            producer = _producer(t)
+            producer = consumers.producer(t)
             if producer is not None and producer._id in between:
                 pending[producer._id] += 1
     return between, pending
@@ -174,16 +197,14 @@ def _gradients(ys, xs, grad_ys, stop_gradients, aggregation_method, unconnected_
     ys = [y.value() if isinstance(y, Variable) else y for y in ys]
     xs = [x if isinstance(x, Variable) else convert_to_tensor(x) for x in _as_list(xs)]
     grad_ys = _default_grad_ys([None] * len(ys) if grad_ys is None else _as_list(grad_ys), ys)
-    graph = state.graphs[-1]
-    captured = getattr(graph, "_capture_of", {})     # outer values seen inside as placeholders
-    xs = [captured.get(x._id, x) for x in xs]
-    consumers = _Consumers(graph)
+    consumers = _Consumers(state.graphs[-1])      # Note [gradients across captures]
+    xs = [consumers.resolve(x) for x in xs]
     between, pending = _pending_counts(ys, xs, consumers)
-    stop_ids = {t.op._id for t in _as_list(stop_gradients or []) if isinstance(t, SymbolicTensor)}
+    stop_ids = {t.op._id for t in ([] if stop_gradients is None else _as_list(stop_gradients)) if isinstance(t, SymbolicTensor)}
     x_ids = {x._id for x in xs}
     for x in xs:   # ops making an x are stop ops unless another x feeds them (gradients_util _StopOps)
-        op = _producer(x)
-        if op is not None and not any(_producer(t) is not None and pending[_producer(t)._id] > 0
+        op = consumers.producer(x)
+        if op is not None and not any(consumers.producer(t) is not None and pending[consumers.producer(t)._id] > 0
                                       for t in op.inputs):
             stop_ids.add(op._id)
     grads = collections.defaultdict(list)     # tensor id -> gradient terms
@@ -192,7 +213,7 @@ def _gradients(ys, xs, grad_ys, stop_gradients, aggregation_method, unconnected_
     queue = collections.deque()
     queued = set()
     for y in ys:
-        op = _producer(y)
+        op = consumers.producer(y)
         if op is not None and op._id in between and pending[op._id] == 0 and op._id not in queued:
             queued.add(op._id)
             queue.append(op)
@@ -206,9 +227,9 @@ def _gradients(ys, xs, grad_ys, stop_gradients, aggregation_method, unconnected_
         for i, (t_in, g) in enumerate(zip(op.inputs, in_grads)):
             if g is not None and not (type(t_in) is Tensor):
                 _check_shape(op, i, t_in, g)
-                grads[t_in._id].append(g)
+                grads[consumers.resolve(t_in)._id].append(g)
         for t in op.inputs:
-            producer = _producer(t)
+            producer = consumers.producer(t)
             if producer is not None and producer._id in between:
                 pending[producer._id] -= 1
                 if pending[producer._id] == 0 and producer._id not in queued:

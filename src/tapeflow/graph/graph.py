@@ -20,7 +20,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import no_gradient
 from tapeflow.framework.op_def import op as op_decorator
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import Tensor, _next_id
 from tapeflow.framework.tensor_shape import TensorShape
 
 
@@ -154,7 +154,7 @@ class Operation:
         self.inputs = tuple(inputs)
         self.attrs = attrs
         self.control_inputs = tuple(control_inputs)
-        self._id = len(graph._ops)
+        self._id = _next_id()      # unique across graphs (gradients may span a function and its outer graphs)
         self.outputs = tuple(SymbolicTensor(self, i, m) for i, m in enumerate(metas))
 
     @property

@@ -1,10 +1,12 @@
-"""Array ops: identity, reshapes, joins and splits, padding, tiling, gathers.
+"""Array ops: identity, reshapes, joins and splits, tile, pad, reverse, one_hot, clip_by_value.
 
 Index-like arguments (shapes, permutations, axes, paddings, multiples) are
 static attrs of the ops; each gradient is written with tapeflow ops, so it can
 be differentiated again.  The tensor constructors live in `constructor_ops`,
 slicing in `slicing_ops`, the n-d gathers and scatters in `scatter_ops`.
 """
+
+import builtins
 
 import numpy as np
 
@@ -14,7 +16,6 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import convert_inputs, execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.variables import Variable
 from tapeflow.ops.grad_util import unbroadcast
 
 # The constructors and shape queries (`constructor_ops`) stay reachable as
@@ -116,7 +117,8 @@ def _resolve_shape(input_shape, shape):
                              f"{0 if has_zero else known}")
         return shape
     if has_zero:
-        return shape[:unknown] + (int(np.prod([d for d in input_shape if d], dtype=np.int64)) // known,) + shape[unknown + 1:]
+        nonzero = int(np.prod([d for d in input_shape if d], dtype=np.int64))
+        return shape[:unknown] + (nonzero // known,) + shape[unknown + 1:]
     if size_ % known:
         raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape requires "
                          f"a multiple of {known}")
@@ -177,6 +179,21 @@ def _squeeze(x, squeeze_dims):
             raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
     axes = squeeze_dims or tuple(i for i, d in enumerate(x.shape) if d == 1)
     return np.squeeze(x, axes)
+
+
+def _squeeze_shape(x, squeeze_dims):
+    """In graphs: the listed axes go (an unknown size is taken to be 1); without a list, the size-1 axes."""
+    from tapeflow.graph.graph import Meta
+    if not squeeze_dims and None in x.shape:
+        raise ValueError(f"tf.squeeze of a tensor of partly unknown shape {list(x.shape)} needs `axis`.")
+    for a in squeeze_dims:
+        if x.shape[a] not in (1, None):
+            raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
+    drop = squeeze_dims or tuple(i for i, d in enumerate(x.shape) if d == 1)
+    return [Meta(tuple(d for i, d in enumerate(x.shape) if i not in drop), x.dtype)]
+
+
+_squeeze.shape_fn = _squeeze_shape
 
 
 @_squeeze.def_grad
@@ -513,10 +530,9 @@ def _pad(x, constant_values, paddings):
 
 @_pad.def_grad
 def _pad_grad(op, dy):
-    from tapeflow.ops import slicing_ops                # the gradient is the unpadded block
-    x = op.inputs[0]
-    begin = [b for b, _ in op.get_attr("paddings")]
-    return slicing_ops.slice(_dense(dy), begin, list(x._value.shape)), None
+    from tapeflow.ops import slicing_ops                # the gradient is the unpadded block of dy
+    block = tuple(builtins.slice(b, -a if a else None) for b, a in op.get_attr("paddings"))
+    return slicing_ops._getitem(_dense(dy), block), None
 
 
 _MIRROR_MODES = ("REFLECT", "SYMMETRIC")
@@ -529,7 +545,8 @@ def _mirror_pad(x, paddings, mode):
 
 @_mirror_pad.def_grad
 def _mirror_pad_grad(op, dy):                           # fold the mirrored borders back onto the input
-    return execute(_mirror_pad_grad_op, (_dense(dy),), {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")})
+    attrs = {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")}
+    return execute(_mirror_pad_grad_op, (_dense(dy),), attrs)
 
 
 def _mirror_source(n, before, after, mode):
@@ -556,7 +573,8 @@ def _mirror_pad_grad_op(dy, paddings, mode):
 
 @_mirror_pad_grad_op.def_grad
 def _mirror_pad_grad_grad(op, ddx):                    # folding is the adjoint of mirroring
-    return execute(_mirror_pad, (_dense(ddx),), {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")})
+    attrs = {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")}
+    return execute(_mirror_pad, (_dense(ddx),), attrs)
 
 
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
@@ -651,7 +669,7 @@ def _one_hot(indices, on_value, off_value, depth, axis):
     return np.where(hits, on_value, off_value)
 
 
-_one_hot.def_grad(lambda op, dy: (None, None, None))   # TensorFlow: not differentiable in any input
+no_gradient("OneHot")                                  # TensorFlow: not differentiable in any input
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
@@ -730,11 +748,7 @@ __all__ = [
     "reverse", "split", "squeeze", "stack", "stop_gradient", "tile", "transpose", "unstack",
 ]
 
-
-def _getitem(x, key):
-    """`Tensor.__getitem__` (see `slicing_ops._getitem`)."""
-    from tapeflow.ops import slicing_ops
-    return slicing_ops._getitem(x, key)
+from tapeflow.ops.slicing_ops import _getitem  # noqa: E402,F401  (Tensor.__getitem__, via operators)
 
 
 # The gathers live in `scatter_ops`; `array_ops.gather` stays for the callers that use it.

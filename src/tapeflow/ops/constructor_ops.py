@@ -13,7 +13,7 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
 
@@ -110,6 +110,18 @@ def _range(start, limit, delta):
 no_gradient("Range")
 
 
+def _range_shape(start, limit, delta):
+    """In graphs: the length is known only when start, limit and delta are constants."""
+    from tapeflow.graph.graph import Meta
+    if any(type(v) is Meta for v in (start, limit, delta)):
+        return [Meta((None,), start.dtype)]
+    out = _range.kernel(start, limit, delta)
+    return [Meta(out.shape, out.dtype)]
+
+
+_range.shape_fn = _range_shape
+
+
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
     """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
 
@@ -127,7 +139,10 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     if limit is None:
         start, limit = 0, start
     want = None if dtype is None else dtypes.as_dtype(dtype)
-    args = [a if isinstance(a, Tensor) else convert_to_tensor(a, dtype=want) for a in (start, limit, delta)]
+    # Python values become eager constants, so a range of them is a constant inside graphs too.
+    args = [a if isinstance(a, Tensor) or hasattr(a, "_as_tensor") else Tensor(_convert_python(a, want))
+            for a in (start, limit, delta)]
+    args = [convert_to_tensor(a) for a in args]
     if want is None:
         want = builtins.max((a.dtype for a in args),
                             key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
@@ -173,7 +188,8 @@ def linspace(start, stop, num, name=None, axis=0):
     num = int(num)
     if num < 0:
         raise InvalidArgumentError(None, "LinSpace", f"Requires num >= 0, got {num} [Op:LinSpace]")
-    start, stop = array_ops.broadcast_to(start, _broadcast(start, stop)), array_ops.broadcast_to(stop, _broadcast(start, stop))
+    both = np.broadcast_shapes(start._value.shape, stop._value.shape)
+    start, stop = array_ops.broadcast_to(start, both), array_ops.broadcast_to(stop, both)
     rank_ = start._value.ndim
     axis = int(axis)
     if not -rank_ - 1 <= axis <= rank_:
@@ -187,10 +203,6 @@ def linspace(start, stop, num, name=None, axis=0):
     inner = first + Tensor(middle) * delta
     out = array_ops.concat([first, inner, last], axis)
     return out[(builtins.slice(None),) * axis + (builtins.slice(0, num),)]
-
-
-def _broadcast(a, b):
-    return np.broadcast_shapes(a._value.shape, b._value.shape)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
@@ -279,7 +291,7 @@ no_gradient("Size")
 
 
 def _query(query, x, out_type):
-    """A shape query: a constant when the shape is known, else an op run with the graph."""
+    """A constant when the shape is known (also in graphs); else an op that reads it when the graph runs."""
     x = _any_tensor(x)
     dims = tuple(x._value.shape)
     if None not in dims:

@@ -13,12 +13,11 @@ same holds for MaxPool (MaxPoolGrad, MaxPoolGradGrad) and AvgPool (AvgPoolGrad).
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
+from tapeflow.ops import array_ops, math_ops
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -140,7 +139,7 @@ def _conv2d(x, w, strides, padding, dilations):
 
 
 @op("Conv2DBackpropInput", same_dtype=False)
-def _conv2d_backprop_input(input_sizes, w, dy, strides, padding, dilations):
+def _conv2d_backprop_input(input_sizes, w, dy, strides, padding, dilations, static_shape=None):
     return _conv_backprop_input(input_sizes, w, dy, strides, padding, dilations)
 
 
@@ -149,16 +148,36 @@ def _conv2d_backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
     return _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations)
 
 
-def _sizes(t):
-    return Tensor(np.asarray(t._value.shape, np.int32))
+# Note [sizes inputs]: Conv2DBackpropInput and AvgPoolGrad take their output
+# shape as an int32 input, as in TensorFlow.  When that shape is only known
+# when a graph runs, the static part of it travels as the attr `static_shape`
+# (None elsewhere), which the kernels ignore and graph shape inference reads.
+
+def _sized_meta(sizes, dtype, static_shape=None, **_):
+    from tapeflow.graph.graph import Meta
+    if isinstance(sizes, np.ndarray):
+        return [Meta(tuple(int(d) for d in sizes), np.dtype(dtype))]
+    return [Meta(tuple(static_shape) if static_shape else (None,) * 4, np.dtype(dtype))]
+
+
+_conv2d_backprop_input.shape_fn = lambda sizes, w, dy, **attrs: _sized_meta(sizes, w.dtype, **attrs)
+
+
+def _sizes(t, attrs):
+    """The shape of `t` as an int32 tensor, and `attrs` with its static part (Note [sizes inputs])."""
+    shape = t._value.shape
+    if None not in shape:
+        return Tensor(np.asarray(shape, np.int32)), attrs
+    return array_ops.shape(t), dict(attrs, static_shape=tuple(shape))
 
 
 @_conv2d.def_grad
 def _conv2d_grad(op, dy):
     x, w = op.inputs                     # y = x * w:  dx = conv^T(dy, w),  dw = corr(x, dy)
     attrs = _attrs(op)
-    return (execute(_conv2d_backprop_input, (_sizes(x), w, dy), attrs),
-            execute(_conv2d_backprop_filter, (x, _sizes(w), dy), attrs))
+    x_sizes, x_attrs = _sizes(x, attrs)
+    return (execute(_conv2d_backprop_input, (x_sizes, w, dy), x_attrs),
+            execute(_conv2d_backprop_filter, (x, _sizes(w, attrs)[0], dy), attrs))
 
 
 @_conv2d_backprop_input.def_grad
@@ -166,7 +185,7 @@ def _conv2d_backprop_input_grad(op, ddx):
     _, w, dy = op.inputs                 # dx = conv^T(dy, w) is bilinear in (w, dy)
     attrs = _attrs(op)
     return (None,
-            execute(_conv2d_backprop_filter, (ddx, _sizes(w), dy), attrs),
+            execute(_conv2d_backprop_filter, (ddx, _sizes(w, attrs)[0], dy), attrs),
             execute(_conv2d, (ddx, w), attrs))
 
 
@@ -174,7 +193,8 @@ def _conv2d_backprop_input_grad(op, ddx):
 def _conv2d_backprop_filter_grad(op, ddw):
     x, _, dy = op.inputs                 # dw = corr(x, dy) is bilinear in (x, dy)
     attrs = _attrs(op)
-    return (execute(_conv2d_backprop_input, (_sizes(x), ddw, dy), attrs),
+    x_sizes, x_attrs = _sizes(x, attrs)
+    return (execute(_conv2d_backprop_input, (x_sizes, ddw, dy), x_attrs),
             None,
             execute(_conv2d, (x, ddw), attrs))
 
@@ -304,7 +324,8 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
         padding = [[0, 0]] + [list(p) for p in padding] if len(padding) == 3 else padding
     xs, ws = x._value.shape, w._value.shape
     if len(xs) != 3:
-        raise InvalidArgumentError(None, "Conv2D", f"convolution input must be 4-dimensional: {[xs[0] if xs else 1, 1, *xs[1:]]} [Op:Conv2D]")
+        shown = [xs[0] if xs else 1, 1, *xs[1:]]
+        raise InvalidArgumentError(None, "Conv2D", f"convolution input must be 4-dimensional: {shown} [Op:Conv2D]")
     if len(ws) != 3:
         raise InvalidArgumentError(None, "Conv2D", f"convolution filter must be 4-dimensional: {[1, *ws]} [Op:Conv2D]")
     if cf:
@@ -398,8 +419,18 @@ def _pool_attrs(op_):
     return {k: op_.get_attr(k) for k in ("ksize", "strides", "padding")}
 
 
+def _like_input(x, *_, **__):
+    from tapeflow.graph.graph import Meta
+    return [Meta(tuple(x.shape), x.dtype)]
+
+
 def _zeros_of(t):
-    return Tensor(np.zeros(t._value.shape, t._value.dtype))
+    shape = t._value.shape
+    return math_ops.zeros_like(t) if None in shape else Tensor(np.zeros(shape, t._value.dtype))
+
+
+_max_pool_grad.shape_fn = _like_input                                   # dx has x's shape
+_max_pool_grad_grad.shape_fn = lambda x, y, ddx, **_: _like_input(y)   # d(dy) has y's shape
 
 
 @_max_pool.def_grad(uses_outputs=True)
@@ -438,7 +469,7 @@ def _avg_pool(x, ksize, strides, padding):
 
 
 @op("AvgPoolGrad", same_dtype=False)
-def _avg_pool_grad(input_shape, dy, ksize, strides, padding):
+def _avg_pool_grad(input_shape, dy, ksize, strides, padding, static_shape=None):
     shape = tuple(int(d) for d in input_shape)
     out_hw, pads = _geometry(shape[1:3], ksize, strides, _NO_DILATION, padding, "AvgPoolGrad")
     share = dy / _window_counts(shape[1:3], ksize, strides, padding)[None, :, :, None].astype(dy.dtype)
@@ -446,10 +477,14 @@ def _avg_pool_grad(input_shape, dy, ksize, strides, padding):
     return _col2im(cols, shape, pads, strides, _NO_DILATION).astype(dy.dtype, copy=False)
 
 
+_avg_pool_grad.shape_fn = lambda sizes, dy, **attrs: _sized_meta(sizes, dy.dtype, **attrs)
+
+
 @_avg_pool.def_grad
 def _avg_pool_grad_fn(op, dy):
     x = op.inputs[0]                     # each window's gradient is shared by its real elements
-    return execute(_avg_pool_grad, (_sizes(x), dy), _pool_attrs(op))
+    sizes, attrs = _sizes(x, _pool_attrs(op))
+    return execute(_avg_pool_grad, (sizes, dy), attrs)
 
 
 @_avg_pool_grad.def_grad

@@ -13,7 +13,7 @@ import collections
 import numpy as np
 
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.linalg_ops import (
     LAPACK_TYPES, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
@@ -37,19 +37,17 @@ def _split_columns(x, count):
 
 def _gaps(values):
     """G[..., i, j] = values[..., j] - values[..., i]."""
-    shape = values._value.shape
-    return array_ops.reshape(values, shape[:-1] + (1, shape[-1])) - array_ops.reshape(values, shape + (1,))
+    return array_ops.expand_dims(values, -2) - array_ops.expand_dims(values, -1)
 
 
 def _scale_columns(x, values):
     """x @ diag(values), without forming the diagonal matrix."""
-    shape = values._value.shape
-    return x * array_ops.reshape(values, shape[:-1] + (1, shape[-1]))
+    return x * array_ops.expand_dims(values, -2)
 
 
 def _scale_rows(x, values):
     """diag(values) @ x."""
-    return x * array_ops.reshape(values, values._value.shape + (1,))
+    return x * array_ops.expand_dims(values, -1)
 
 
 def _cast_like(x, like):

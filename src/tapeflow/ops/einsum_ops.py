@@ -24,18 +24,64 @@ _LETTERS = string.ascii_letters
 _FORMAT = re.compile(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$")
 
 
-@functools.lru_cache(maxsize=256)
-def _path(equation, shapes):
-    """NumPy's contraction order for an equation and shapes (cached: computing it is slow)."""
-    if len(shapes) < 3:
-        return True
-    arrays = [np.empty(s) for s in shapes]
-    return np.einsum_path(equation, *arrays, optimize="greedy")[0]
+@functools.lru_cache(maxsize=512)
+def _plan(equation, shapes):
+    """A fast NumPy evaluation of a canonical equation for operand `shapes` (cached).
+
+    Two operands without repeated labels contract as one batched matmul (like
+    TensorFlow's kernel); one operand uses NumPy's C einsum; longer chains use
+    NumPy's einsum along a contraction order found once.
+    """
+    subs = equation.split("->")[0].split(",")
+    if len(subs) == 1:
+        return lambda x: np.einsum(equation, x)
+    if len(subs) > 2 or any(len(set(s)) != len(s) for s in subs):
+        path = np.einsum_path(equation, *[np.empty(s) for s in shapes], optimize="greedy")[0]
+        return lambda *xs: np.einsum(equation, *xs, optimize=path)
+    return _matmul_plan(equation, shapes)
+
+
+def _matmul_plan(equation, shapes):
+    """`a,b->out` as transposes, one batched matmul and a final transpose."""
+    (a, b), out = equation.split("->")[0].split(","), equation.split("->")[1]
+    size = dict(zip(a, shapes[0]))
+    size.update(zip(b, shapes[1]))
+    summed_a = tuple(i for i, c in enumerate(a) if c not in b and c not in out)   # summed before the product
+    summed_b = tuple(i for i, c in enumerate(b) if c not in a and c not in out)
+    a = "".join(c for i, c in enumerate(a) if i not in summed_a)
+    b = "".join(c for i, c in enumerate(b) if i not in summed_b)
+    batch = [c for c in a if c in b and c in out]
+    inner = [c for c in a if c in b and c not in out]
+    left = [c for c in a if c not in b]
+    right = [c for c in b if c not in a]
+
+    def count(labels):
+        n = 1
+        for c in labels:
+            n *= size[c]
+        return n
+
+    perm_a = [a.index(c) for c in batch + left + inner]
+    perm_b = [b.index(c) for c in batch + inner + right]
+    shape_a = (count(batch), count(left), count(inner))
+    shape_b = (count(batch), count(inner), count(right))
+    mid = batch + left + right
+    mid_shape = tuple(size[c] for c in mid)
+    perm_out = [mid.index(c) for c in out]
+
+    def run(x, y):
+        if summed_a:
+            x = x.sum(axis=summed_a)
+        if summed_b:
+            y = y.sum(axis=summed_b)
+        z = np.matmul(x.transpose(perm_a).reshape(shape_a), y.transpose(perm_b).reshape(shape_b))
+        return z.reshape(mid_shape).transpose(perm_out)
+    return run
 
 
 @op("Einsum")
 def _einsum(*xs, equation):
-    return np.asarray(np.einsum(equation, *xs, optimize=_path(equation, tuple(x.shape for x in xs))))
+    return np.asarray(_plan(equation, tuple(x.shape for x in xs))(*xs))
 
 
 @_einsum.def_grad

@@ -82,6 +82,32 @@ def _mm(a, b, adjoint_a=False, adjoint_b=False):
     return math_ops.matmul(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)
 
 
+def _expand2(x):
+    """x[..., None, None]: a per-matrix scalar broadcast over its matrix."""
+    return array_ops.expand_dims(array_ops.expand_dims(x, -1), -1)
+
+
+def _output_like(index, dtype_of=0, check=None):
+    """A graph shape function: one output shaped like input `index` (typed like input `dtype_of`).
+
+    It stands in for abstract evaluation, which would run the kernel on zeros
+    (singular matrices) while a graph is built.
+    """
+    def shape_fn(*values, **attrs):
+        from tapeflow.graph.graph import Meta
+        if check is not None:
+            check(*[v.shape for v in values])
+        return [Meta(tuple(values[index].shape), values[dtype_of].dtype)]
+    return shape_fn
+
+
+def _check_square_shape(shape, *_):
+    if len(shape) < 2:
+        raise InvalidArgumentError(None, None, f"Input tensor 0 must have rank >= 2, got {len(shape)}")
+    if None not in shape[-2:] and shape[-1] != shape[-2]:
+        raise InvalidArgumentError(None, None, f"Input matrix must be square. Got shape {list(shape)}.")
+
+
 def _eye(n, like):
     return Tensor(np.eye(n, dtype=like._value.dtype))
 
@@ -268,9 +294,8 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
     array([2., 6.], dtype=float32)
     """
     a, b = convert_inputs((a, b))
-    column = array_ops.reshape(b, b._value.shape + (1,))
-    out = math_ops.matmul(a, column, transpose_a=transpose_a, adjoint_a=adjoint_a)
-    return array_ops.reshape(out, out._value.shape[:-1])
+    out = math_ops.matmul(a, array_ops.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    return array_ops.squeeze(out, -1)
 
 
 # -- inverse and determinants -------------------------------------------------
@@ -283,6 +308,9 @@ def _matrix_inverse(a, adjoint):
     except np.linalg.LinAlgError:
         raise ValueError("Input is not invertible.") from None
     return np.conj(np.swapaxes(out, -1, -2)) if adjoint else out
+
+
+_matrix_inverse.shape_fn = _output_like(0, check=_check_square_shape)
 
 
 @_matrix_inverse.def_grad(uses_outputs=True)
@@ -316,8 +344,7 @@ def _matrix_determinant(a):
 @_matrix_determinant.def_grad(uses_outputs=True)
 def _matrix_determinant_grad(op, dy):
     c = op.outputs[0]                                       # d det A = det A tr(A^-1 dA)
-    scale = array_ops.reshape(dy * math_ops.conj(c), c._value.shape + (1, 1))
-    return scale * inv(op.inputs[0], adjoint=True)
+    return _expand2(dy * math_ops.conj(c)) * inv(op.inputs[0], adjoint=True)
 
 
 def det(input, name=None):  # noqa: A002
@@ -343,8 +370,7 @@ def _log_matrix_determinant(a):
 @_log_matrix_determinant.def_grad
 def _log_matrix_determinant_grad(op, dsign, dlogabs):
     x = op.inputs[0]                         # d log|det A| = Re tr(A^-1 dA); the sign is piecewise constant
-    scale = array_ops.reshape(dlogabs, dlogabs._value.shape + (1, 1))
-    return scale * inv(x, adjoint=True)
+    return _expand2(dlogabs) * inv(x, adjoint=True)
 
 
 def slogdet(input, name=None):  # noqa: A002
@@ -389,6 +415,9 @@ def _cholesky(a):
     return out.reshape(a.shape).astype(a.dtype, copy=False)
 
 
+_cholesky.shape_fn = _output_like(0, check=_check_square_shape)
+
+
 @_cholesky.def_grad(uses_outputs=True)
 def _cholesky_grad(op, dl):
     # A = L L^H:  A_bar = sym(L^-H Phi(L^H L_bar) L^-1), Phi = lower triangle with halved diagonal.
@@ -396,7 +425,7 @@ def _cholesky_grad(op, dl):
     middle = _mm(chol, dl, adjoint_a=True)
     middle = _band_op(middle, -1, 0) - 0.5 * _diag_op(_diag_part_op(middle))
     left = triangular_solve(chol, middle, lower=True, adjoint=True)              # L^-H Phi
-    grad = math_ops.conj(swap_last(triangular_solve(chol, adjoint(left), lower=True, adjoint=True)))
+    grad = adjoint(triangular_solve(chol, adjoint(left), lower=True, adjoint=True))  # L^-H Phi L^-1
     return 0.5 * (grad + adjoint(grad))
 
 
@@ -431,6 +460,9 @@ def _matrix_solve(a, b, adjoint):
         raise ValueError("Input matrix is not invertible.") from None
 
 
+_matrix_solve.shape_fn = _output_like(1, 0, check=_check_square_shape)
+
+
 @_matrix_solve.def_grad(uses_outputs=True)
 def _matrix_solve_grad(op, dx):
     a = op.inputs[0]
@@ -462,7 +494,8 @@ def _matrix_triangular_solve(a, b, lower, adjoint):
     if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"In[0] matrices in the last dimensions must be square ({a.shape[-2]} =/= {a.shape[-1]})")
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"In[0] mismatch In[1] shape: {a.shape[-1]} vs. {b.shape[-2]}: {list(a.shape)} {list(b.shape)}")
+        raise ValueError(f"In[0] mismatch In[1] shape: {a.shape[-1]} vs. {b.shape[-2]}: "
+                         f"{list(a.shape)} {list(b.shape)}")
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     tri = np.tril(lapack_input(a)) if lower else np.triu(lapack_input(a))
     rhs = lapack_input(b)
@@ -605,9 +638,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
             result = math_ops.reduce_max(result, axes[:1] if is_matrix else axes, keepdims=True)
         else:
             result = math_ops.pow(math_ops.reduce_sum(math_ops.pow(result, ord), axes, keepdims=True), 1.0 / ord)
-    if keepdims:
-        return result
-    return array_ops.reshape(result, tuple(d for i, d in enumerate(x._value.shape) if i not in axes))
+    return result if keepdims else array_ops.squeeze(result, axes)
 
 
 def _spectral_norm(x, axes):
@@ -618,8 +649,8 @@ def _spectral_norm(x, axes):
     moved = array_ops._transpose_op(x, rest + axes)
     s = svd(moved, compute_uv=False)
     k = s._value.shape[-1]
-    top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s
-    return array_ops.reshape(top, tuple(1 if i in axes else d for i, d in enumerate(x._value.shape)))
+    top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
+    return array_ops._transpose_op(array_ops.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
@@ -629,7 +660,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
       TypeError: `x` is not floating point or complex.
 
     >>> import tapeflow as tf
-    >>> tf.math.l2_normalize(tf.constant([3.0, 4.0])).numpy()
+    >>> tf.linalg.l2_normalize(tf.constant([3.0, 4.0])).numpy()
     array([0.6, 0.8], dtype=float32)
     """
     if axis is None:

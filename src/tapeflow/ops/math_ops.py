@@ -18,7 +18,7 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.op_def import _NO_ATTRS, execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 
@@ -31,7 +31,7 @@ def _is_complex(t):
 
 
 def _conj_if_complex(t):
-    return conj(t) if _is_complex(t) else t
+    return _conj(t) if t._value.dtype in _COMPLEX_NP else t
 
 
 # -- binary arithmetic -------------------------------------------------------
@@ -108,6 +108,10 @@ def truediv(x, y, name=None):
     >>> tf.math.truediv(tf.constant([1, 2]), tf.constant([2, 2])).numpy()
     array([0.5, 1. ])
     """
+    if type(x) is Tensor and type(y) is Tensor:          # fast path: two float tensors of one dtype
+        dt = x._value.dtype
+        if dt.kind in "fc" and y._value.dtype == dt:
+            return execute(_real_div, (x, y), _NO_ATTRS)
     return _real_div(*_true_div_inputs(x, y, "__truediv__"))
 
 
@@ -128,6 +132,19 @@ def _floor_div(x, y):
 no_gradient("FloorDiv")
 
 
+def _broadcast_shape_fn(x, y):
+    """Graph shape rule of a broadcasting binary op (the kernel may not run on zeros)."""
+    from tapeflow.graph.graph import Meta
+    a, b = tuple(x.shape), tuple(y.shape)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    dims = tuple(q if p == 1 else p if q == 1 or q is None else q if p is None else max(p, q) for p, q in zip(a, b))
+    return [Meta(dims, x.dtype)]
+
+
+_floor_div.shape_fn = _broadcast_shape_fn      # integer kernels reject the zeros of abstract runs
+
+
 def floordiv(x, y, name=None):
     """floor(x / y) elementwise, in the dtype of the inputs.
 
@@ -139,9 +156,15 @@ def floordiv(x, y, name=None):
 
 @op("FloorMod", dtypes=REAL_TYPES)
 def floormod(x, y):
-    if x.dtype.kind in "iu" and np.any(y == 0):
-        raise ValueError("Integer division by zero")
-    return np.mod(x, y)
+    if x.dtype.kind in "iu":
+        if np.any(y == 0):
+            raise ValueError("Integer division by zero")
+        return np.mod(x, y)
+    with np.errstate(invalid="ignore", divide="ignore"):     # x mod 0 is NaN
+        return np.mod(x, y)
+
+
+floormod.shape_fn = _broadcast_shape_fn
 
 
 @floormod.def_grad
@@ -290,7 +313,8 @@ divide_no_nan = div_no_nan
 
 @op("MulNoNan", dtypes=INEXACT_TYPES)
 def _mul_no_nan(x, y):
-    return np.where(y == 0, np.zeros((), x.dtype), np.multiply(x, y))
+    with np.errstate(invalid="ignore"):                       # inf * 0 is masked out
+        return np.where(y == 0, np.zeros((), x.dtype), np.multiply(x, y))
 
 
 @_mul_no_nan.def_grad
@@ -381,6 +405,11 @@ def add_n(inputs, name=None):
             raise InvalidArgumentError(None, "AddN", f"Inputs to operation AddN of type AddN must have the same size and "
                                        f"shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)} [Op:AddN]")
     return execute(_add_n, ts, {})
+
+
+def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
+    """Sums a list of tensors like `add_n` (TensorFlow's deprecated alias)."""
+    return add_n(inputs)
 
 
 # -- complex numbers ---------------------------------------------------------
@@ -611,7 +640,8 @@ def _matmul(a, b, transpose_a, transpose_b):
         b = np.swapaxes(b, -1, -2)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
-    return np.matmul(a, b)
+    out = np.matmul(a, b)
+    return out if out.dtype == a.dtype else out.astype(a.dtype)   # NumPy computes bfloat16 in float32
 
 
 @_matmul.def_grad
@@ -670,12 +700,19 @@ def _logical(type_, fn, arity):
     no_gradient(type_)
     if arity == 1:
         def logical(x, name=None):
-            return execute(kernel, (convert_to_tensor(x, dtype=dtypes.bool),), {})
+            return execute(kernel, (_bool_operand(x),), {})
     else:
         def logical(x, y, name=None):
-            return execute(kernel, (convert_to_tensor(x, dtype=dtypes.bool), convert_to_tensor(y, dtype=dtypes.bool)), {})
+            return execute(kernel, (_bool_operand(x), _bool_operand(y)), {})
     logical.__doc__ = f"Elementwise logical {fn.__name__} of bool tensors."
     return logical
+
+
+def _bool_operand(value):
+    """Python values become bool tensors; tensors keep their dtype (checked by the op)."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        return convert_to_tensor(value)
+    return convert_to_tensor(value, dtype=dtypes.bool)
 
 
 logical_and = _logical("LogicalAnd", np.logical_and, 2)
@@ -691,14 +728,18 @@ def logical_xor(x, y, name="LogicalXor"):
 # -- the rest of the family (Note [module split]) ------------------------------------
 
 from tapeflow.ops.unary_ops import (  # noqa: E402
-    abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, digamma, erf, erfc, exp, expm1, floor,
-    is_finite, is_inf, is_nan, lgamma, log, log1p, log_sigmoid, negative, polygamma, reciprocal, rint, round,
-    rsqrt, sigmoid, sign, sin, sinh, softplus, softsign, sqrt, square, tan, tanh, zeta,
+    abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, exp, expm1, floor, is_finite, is_inf, is_nan,
+    log, log1p, log_sigmoid, negative, reciprocal, reciprocal_no_nan, rint, round, rsqrt, sigmoid, sign, sin,
+    sinh, softplus, softsign, sqrt, square, tan, tanh,
+)
+from tapeflow.ops.special_math_ops import (  # noqa: E402
+    bessel_i0, bessel_i0e, bessel_i1, bessel_i1e, digamma, erf, erfc, erfcinv, erfinv, lgamma, lbeta, ndtri,
+    nextafter, polygamma, polyval, zeta,
 )
 from tapeflow.ops.reduction_ops import (  # noqa: E402
-    _axes, argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, reduce_all, reduce_any,
-    reduce_euclidean_norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std,
-    reduce_sum, reduce_variance, top_k,
+    _axes, argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, in_top_k, is_non_decreasing,
+    is_strictly_increasing, reduce_all, reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max,
+    reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance, top_k, zero_fraction,
 )
 from tapeflow.ops.segment_ops import (  # noqa: E402
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,

@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.variables import Variable
 from tapeflow.ops import array_ops, math_ops
@@ -24,11 +24,12 @@ def _tensor(x, dtype=None):
     return x if type(x) is Tensor and dtype is None else convert_to_tensor(x, dtype=dtype)
 
 
-def _float_input(x, what):
-    """`x` as a floating tensor; integers raise like TensorFlow's Python layer."""
+def _float_input(x, type_):
+    """`x` as a floating tensor; other dtypes raise as TensorFlow's op `type_` does."""
     x = _tensor(x)
     if x._value.dtype not in _FLOAT_NP:
-        raise TypeError(f"{what}: expected a floating point tensor, got {x.dtype.name}.")
+        raise InvalidArgumentError(None, type_, f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed "
+                                                f"values: half, bfloat16, float, double [Op:{type_}]")
     return x
 
 
@@ -37,7 +38,8 @@ def _scalar_like(value, t):
 
 
 def _zeros_like(t):
-    return Tensor(np.zeros(t._value.shape, t._value.dtype))
+    shape = t._value.shape
+    return math_ops.zeros_like(t) if None in shape else Tensor(np.zeros(shape, t._value.dtype))
 
 
 # -- rectifiers ------------------------------------------------------------------
@@ -152,26 +154,49 @@ def selu(features, name=None):
 
 # -- softmax -------------------------------------------------------------------------
 
-def _shifted(x):
-    """x minus its row maximum (last axis), in at least float32."""
-    if x.dtype.itemsize < 4:
-        x = x.astype(np.float32)
-    if x.shape[-1] == 0:
-        return x
-    return x - np.max(x, axis=-1, keepdims=True)
+# Note [short rows]: NumPy reduces (and broadcasts over) a short contiguous
+# last axis slowly, one inner loop per row.  Few classes per row is the common
+# case for softmax, so short rows are processed class-major: on a transposed
+# [classes, rows] copy, where every reduction and broadcast runs along long
+# contiguous rows (several times faster), and transposed back at the end.
+
+def _rows(x):
+    """(array, axis): a fresh copy of x as 2-D [rows, classes] or, for short rows, class-major
+    [classes, rows] (Note [short rows]), in at least float32; `axis` is the class axis."""
+    dtype = np.float32 if x.dtype.itemsize < 4 else x.dtype
+    c = x.shape[-1]
+    x2 = x.reshape(-1, c)
+    if c <= 32 and x2.shape[0] > 1:
+        return np.ascontiguousarray(x2.T, dtype=dtype), 0
+    return np.array(x2, dtype=dtype), 1
 
 
-def _check_rank1(x, type_):
+def _unrows(a, axis, shape, dtype):
+    """Inverse of `_rows`: back to `shape` and `dtype`, C-contiguous."""
+    a = np.ascontiguousarray(a.T) if axis == 0 else a
+    return a.reshape(shape).astype(dtype, copy=False)
+
+
+def _log_normalizer(a, axis):
+    """Shifts `a` in place by its maximum along `axis`; returns (exp(a), sum of exp(a)) with kept dims."""
+    if a.shape[axis]:
+        a -= a.max(axis=axis, keepdims=True)
+    e = np.exp(a)
+    return e, e.sum(axis=axis, keepdims=True)
+
+
+def _check_rank1(x):
     if x.ndim < 1:
         raise ValueError(f"logits must have >= 1 dimension, got {list(x.shape)}")
 
 
 @op("Softmax", dtypes=FLOATING_TYPES)
 def _softmax(x):
-    _check_rank1(x, "Softmax")
-    e = np.exp(_shifted(x))
-    e /= np.sum(e, axis=-1, keepdims=True)
-    return e.astype(x.dtype, copy=False)
+    _check_rank1(x)
+    a, axis = _rows(x)
+    e, total = _log_normalizer(a, axis)
+    e /= total
+    return _unrows(e, axis, x.shape, x.dtype)
 
 
 @_softmax.def_grad(uses_outputs=True)
@@ -182,10 +207,11 @@ def _softmax_grad(op, dy):
 
 @op("LogSoftmax", dtypes=FLOATING_TYPES)
 def _log_softmax(x):
-    _check_rank1(x, "LogSoftmax")
-    s = _shifted(x)
-    s -= np.log(np.sum(np.exp(s), axis=-1, keepdims=True))
-    return s.astype(x.dtype, copy=False)
+    _check_rank1(x)
+    a, axis = _rows(x)
+    _, total = _log_normalizer(a, axis)
+    a -= np.log(total)
+    return _unrows(a, axis, x.shape, x.dtype)
 
 
 @_log_softmax.def_grad(uses_outputs=True)
@@ -240,7 +266,7 @@ def log_softmax(logits, axis=None, name=None):
 # (tape._ACCEPTS_NONE), so first order pays nothing for it.
 
 def _col(v):
-    return array_ops.reshape(v, v._value.shape + (1,))
+    return array_ops.expand_dims(v, -1)
 
 
 def _softmax_hvp(logits, dbackprop):
@@ -252,19 +278,24 @@ def _softmax_hvp(logits, dbackprop):
 @op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2)
 def _softmax_xent(logits, labels):
     if logits.ndim != 2 or labels.ndim != 2:
-        raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and labels {list(labels.shape)}")
+        raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and "
+                         f"labels {list(labels.shape)}")
     try:
         shape = np.broadcast_shapes(logits.shape, labels.shape)
     except ValueError:
         raise ValueError(f"logits and labels must be broadcastable: logits_size={list(logits.shape)} "
                          f"labels_size={list(labels.shape)}") from None
-    s = _shifted(logits)
-    lse = np.log(np.sum(np.exp(s), axis=-1, keepdims=True))
-    lab = labels.astype(s.dtype, copy=False)
-    loss = np.sum(lab * (lse - s), axis=-1)
-    backprop = np.exp(s - lse) - lab
-    loss = np.broadcast_to(loss, shape[:1]).astype(logits.dtype)
-    return loss, np.broadcast_to(backprop, shape).astype(logits.dtype)
+    if labels.shape != shape:
+        labels = np.broadcast_to(labels, shape)
+    if logits.shape != shape:
+        logits = np.broadcast_to(logits, shape)
+    a, axis = _rows(logits)
+    lab, _ = _rows(labels.astype(a.dtype, copy=False))
+    e, total = _log_normalizer(a, axis)
+    loss = np.sum(lab * (np.log(total) - a), axis=axis)     # -sum(labels * log softmax)
+    e /= total
+    e -= lab
+    return loss.astype(logits.dtype, copy=False), _unrows(e, axis, shape, logits.dtype)
 
 
 @_softmax_xent.def_grad(uses_outputs=True)
@@ -276,7 +307,8 @@ def _softmax_xent_grad(op, dloss, dbackprop):
     if dbackprop is not None:                                        # Note [cross-entropy second output]
         dlogits = dlogits + _softmax_hvp(logits, dbackprop)
         dlabels = dlabels - dbackprop                                # d backprop / d labels = -I
-    return unbroadcast(dlogits, logits._value.shape), unbroadcast(dlabels, labels._value.shape)
+    return (unbroadcast(dlogits, logits._value.shape, like=logits),
+            unbroadcast(dlabels, labels._value.shape, like=labels))
 
 
 @op("SparseSoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, same_dtype=False, num_outputs=2)
@@ -289,17 +321,17 @@ def _sparse_softmax_xent(logits, labels):
     n, classes = logits.shape
     if classes == 0:
         raise ValueError(f"Must have at least one class, but got logits shape {list(logits.shape)}")
-    bad = (labels < 0) | (labels >= classes)
-    if bad.any():
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        bad = (labels < 0) | (labels >= classes)
         raise ValueError(f"Received a label value of {int(labels[np.argmax(bad)])} which is outside the valid "
                          f"range of [0, {classes}).  Label values: {' '.join(map(str, labels.tolist()))}")
-    s = _shifted(logits)
-    lse = np.log(np.sum(np.exp(s), axis=-1))
-    rows = np.arange(n)
-    loss = lse - s[rows, labels]
-    backprop = np.exp(s - lse[:, None])
-    backprop[rows, labels] -= 1
-    return loss.astype(logits.dtype, copy=False), backprop.astype(logits.dtype, copy=False)
+    a, axis = _rows(logits)
+    e, total = _log_normalizer(a, axis)
+    e /= total
+    at = (labels, np.arange(n)) if axis == 0 else (np.arange(n), labels)
+    loss = np.log(total).reshape(n) - a[at]                 # log-sum-exp - logit of the label
+    e[at] -= 1
+    return loss.astype(logits.dtype, copy=False), _unrows(e, axis, logits.shape, logits.dtype)
 
 
 @_sparse_softmax_xent.def_grad(uses_outputs=True)
@@ -311,7 +343,7 @@ def _sparse_softmax_xent_grad(op, dloss, dbackprop):
     return dlogits, None
 
 
-def _float_logits(logits, labels_dtype_from=None):
+def _float_logits(logits):
     x = _tensor(logits)
     if x._value.dtype not in _FLOAT_NP:
         raise InvalidArgumentError(
@@ -356,30 +388,58 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
         perm = [i for i in range(rank) if i != axis] + [axis]
         logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
     try:
-        full = np.broadcast_shapes(logits._value.shape, labels._value.shape)
+        full = _broadcast_dims(logits._value.shape, labels._value.shape)
     except ValueError:
         raise InvalidArgumentError(
             None, "SoftmaxCrossEntropyWithLogits",
             f"logits and labels must be broadcastable: logits_size={list(logits._value.shape)} "
             f"labels_size={list(labels._value.shape)} [Op:SoftmaxCrossEntropyWithLogits]") from None
-    batch_shape = full[:-1]
     logits = _flatten_outer(logits, full)
     labels = _flatten_outer(labels, full)
     loss, _ = execute(_softmax_xent, (logits, labels), {})
-    return array_ops.reshape(loss, batch_shape)
+    return loss if len(full) == 2 else array_ops.reshape(loss, _reshape_dims(full[:-1]))
 
 
 def _flatten_outer(t, full):
-    """`t` as a 2-D [rows, classes] tensor; broadcasts batch axes, keeps a size-1 row for broadcasting."""
+    """`t` as a 2-D [rows, classes] tensor; broadcasts batch axes, keeps a single row for broadcasting."""
     shape = t._value.shape
-    if len(shape) == 2 and (shape[0] == full[0] or shape[0] == 1) and len(full) == 2:
+    if len(full) == 2 and len(shape) == 2:
         return t
-    if shape[:-1] != full[:-1]:
-        if all(d == 1 for d in shape[:-1]):
-            return array_ops.reshape(t, (1, shape[-1] if shape else 1))
-        t = array_ops.broadcast_to(t, full[:-1] + (shape[-1] if shape else 1,))
-        shape = t._value.shape
-    return array_ops.reshape(t, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]))
+    if not shape:
+        return array_ops.reshape(t, (1, 1))
+    if all(d == 1 for d in shape[:-1]):
+        return array_ops.reshape(t, (1, shape[-1]))
+    if len(shape) != len(full) or any(a != b for a, b in zip(shape[:-1], full[:-1])):
+        t = array_ops.broadcast_to(t, full[:-1] + shape[-1:])
+    return array_ops.reshape(t, (-1, shape[-1]))
+
+
+def _broadcast_dims(a, b):
+    """NumPy broadcasting of two static shapes that may hold None (unknown) dimensions."""
+    a, b = (1,) * (len(b) - len(a)) + tuple(a), (1,) * (len(a) - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        elif x is None or y is None:     # unknown against a known size other than 1: the known one
+            out.append(y if x is None else x)
+        else:
+            raise ValueError(f"shapes {a} and {b} are not broadcastable")
+    return tuple(out)
+
+
+def _compatible(a, b):
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def _reshape_dims(dims):
+    """A reshape target from static dims; one unknown dimension becomes -1."""
+    if sum(d is None for d in dims) > 1:
+        raise ValueError(f"Cannot reshape to {list(dims)}: more than one dimension is unknown; give the inputs "
+                         f"static shapes.")
+    return tuple(-1 if d is None else d for d in dims)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
@@ -412,14 +472,14 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     if len(lshape) != len(xshape) - 1:
         raise ValueError(f"`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape={lshape} "
                          f"of rank {len(lshape)} and logits.shape={xshape} of rank {len(xshape)}")
-    if lshape != xshape[:-1]:
+    if not _compatible(lshape, xshape[:-1]):
         raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
                          f"labels.shape={lshape} and logits.shape={xshape}")
     if len(xshape) != 2:
-        logits = array_ops.reshape(logits, (int(np.prod(lshape, dtype=np.int64)), xshape[-1]))
+        logits = array_ops.reshape(logits, (-1, xshape[-1]))
         labels = array_ops.reshape(labels, (-1,))
     loss, _ = execute(_sparse_softmax_xent, (logits, labels), {})
-    return loss if len(xshape) == 2 else array_ops.reshape(loss, lshape)
+    return loss if len(xshape) == 2 else array_ops.reshape(loss, _reshape_dims(lshape))
 
 
 
@@ -432,7 +492,9 @@ def gelu(features, approximate=False, name=None):
     >>> round(float(tf.nn.gelu(1.0)), 4)
     0.8413
     """
-    x = _float_input(features, "gelu")
+    x = _tensor(features)
+    if x._value.dtype not in _FLOAT_NP:
+        raise ValueError(f"`features.dtype` must be a floating point tensor. Received: features.dtype={x.dtype!r}")
     half = _scalar_like(0.5, x)
     if approximate:            # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         inner = _scalar_like(0.7978845608028654, x) * (x + _scalar_like(0.044715, x) * (x * x * x))
@@ -442,7 +504,7 @@ def gelu(features, approximate=False, name=None):
 
 def silu(features, beta=1.0, name=None):
     """x * sigmoid(beta * x) (also `swish`)."""
-    x = _float_input(features, "silu")
+    x = _tensor(features)
     if isinstance(beta, (int, float)) and beta == 1.0:
         return x * math_ops.sigmoid(x)
     return x * math_ops.sigmoid(x * convert_to_tensor(beta, dtype=x.dtype))
@@ -454,12 +516,10 @@ swish = silu
 # -- sigmoid cross-entropies ------------------------------------------------------
 
 def _same_shape_pair(labels, logits, fn):
+    """labels and logits as tensors of one shape (their dtypes are checked by the arithmetic, like TF)."""
     if labels is None or logits is None:
         raise ValueError(f"Both labels and logits must be provided for {fn}.")
-    logits = _tensor(logits)
-    labels = _tensor(labels, dtype=logits.dtype) if not isinstance(labels, Tensor) else labels
-    if labels._value.dtype != logits._value.dtype:
-        raise ValueError(f"{fn}: labels ({labels.dtype.name}) and logits ({logits.dtype.name}) must have the same dtype.")
+    logits, labels = _tensor(logits), _tensor(labels)
     if labels._value.shape != logits._value.shape:
         raise ValueError(f"`logits` and `labels` must have the same shape, received "
                          f"({logits.shape} vs {labels.shape}).")
@@ -511,7 +571,8 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
         return loss
     # z log z - z + 0.5 log(2 pi z), only where z > 1
     safe = math_ops.where(math_ops.greater(targets, _scalar_like(1, targets)), targets, math_ops.ones_like(targets))
-    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(_scalar_like(2 * np.pi, safe) * safe)
+    two_pi_z = _scalar_like(2 * np.pi, safe) * safe
+    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(two_pi_z)
     keep = math_ops.greater(targets, _scalar_like(1, targets))
     return loss + math_ops.where(keep, stirling, _zeros_like(stirling))
 
@@ -527,7 +588,8 @@ def bias_add(value, bias, data_format=None, name=None):
     """
     value = _tensor(value)
     bias = _tensor(bias, dtype=value.dtype) if not isinstance(bias, Tensor) else bias
-    if data_format is not None and not (data_format.startswith("NC") or data_format.startswith("N") and data_format.endswith("C")):
+    if data_format is not None and not (data_format.startswith("NC")
+                                        or data_format.startswith("N") and data_format.endswith("C")):
         raise ValueError(f"data_format must be of the form `N...C` or `NC...`, got {data_format!r}.")
     channels_first = data_format is not None and data_format.startswith("NC")
     shape, bshape = value._value.shape, bias._value.shape
@@ -536,9 +598,10 @@ def bias_add(value, bias, data_format=None, name=None):
     if len(shape) < 2:
         raise InvalidArgumentError(None, "BiasAdd", f"Input tensor must be at least 2D: {list(shape)} [Op:BiasAdd]")
     axis = 1 if channels_first else len(shape) - 1
-    if shape[axis] != bshape[0]:
+    if shape[axis] is not None and bshape[0] is not None and shape[axis] != bshape[0]:
         raise InvalidArgumentError(
-            None, "BiasAdd", f"Must provide as many biases as the channel dimension of the input tensor: "
+            None, "BiasAdd", f"Must provide as many biases as the {'channel' if channels_first else 'last'} dimension "
+                             f"of the input tensor: "
                              f"{list(bshape)} vs. {list(shape)} [Op:BiasAdd]")
     if channels_first and len(shape) > 2:
         bias = array_ops.reshape(bias, (bshape[0],) + (1,) * (len(shape) - 2))
@@ -549,10 +612,10 @@ def l2_loss(t, name=None):
     """sum(t ** 2) / 2.
 
     >>> import tapeflow as tf
-    >>> tf.nn.l2_loss([1.0, 2.0]).numpy()
+    >>> float(tf.nn.l2_loss([1.0, 2.0]))
     2.5
     """
-    t = _float_input(t, "l2_loss")
+    t = _float_input(t, "L2Loss")
     return math_ops.reduce_sum(t * t) * _scalar_like(0.5, t)
 
 
@@ -569,9 +632,9 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     # gradients agree exactly and second-order ones are then correct.
     variance = math_ops.reduce_mean(math_ops.squared_difference(y, mean), axes, keepdims=True)
     if not keepdims:
-        kept = math_ops._axes(axes, y._value.ndim)
-        squeezed = tuple(d for i, d in enumerate(mean._value.shape) if i not in kept)
-        mean, variance = array_ops.reshape(mean, squeezed), array_ops.reshape(variance, squeezed)
+        reduced = list(math_ops._axes(axes, y._value.ndim))
+        if reduced:
+            mean, variance = array_ops.squeeze(mean, reduced), array_ops.squeeze(variance, reduced)
     if y is not x:
         mean, variance = math_ops.cast(mean, x.dtype), math_ops.cast(variance, x.dtype)
     return mean, variance
@@ -614,7 +677,8 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     from tapeflow import random as _random
     x = _tensor(x)
     if x._value.dtype not in _FLOAT_NP:
-        raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. Received: x_dtype={x.dtype!r}")
+        raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. "
+                         f"Received: x_dtype={x.dtype!r}")
     rate_value = np.asarray(rate._value if isinstance(rate, Tensor) else rate)
     if rate_value.ndim:
         raise ValueError(f"`rate` must be a scalar or scalar tensor. Received: rate={rate!r}")
@@ -623,24 +687,32 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         raise ValueError(f"`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate={rate!r}")
     shape = x._value.shape
     if noise_shape is None:
-        mask_shape = shape
+        mask_shape = shape if None not in shape else array_ops.shape(x)
     else:
         dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
         mask_shape = tuple(shape[i] if d is None and i < len(shape) else int(d) for i, d in enumerate(dims))
         try:
             np.broadcast_shapes(mask_shape, shape)
         except ValueError:
-            raise InvalidArgumentError(None, "SelectV2", f"condition {list(mask_shape)}, then {list(shape)}, and else [] "
-                                                         f"must be broadcastable [Op:SelectV2]") from None
+            raise InvalidArgumentError(None, "SelectV2", f"condition {list(mask_shape)}, then {list(shape)}, and "
+                                                         f"else [] must be broadcastable [Op:SelectV2]") from None
     scaled = x * _scalar_like(1.0 / (1.0 - rate_value), x)
-    keep = math_ops.greater_equal(_random.uniform(mask_shape, dtype=x.dtype, seed=seed), _scalar_like(rate_value, x))
+    noise = _random.uniform(mask_shape, dtype=x.dtype, seed=seed)
+    keep = math_ops.greater_equal(noise, _scalar_like(rate_value, x))
     return math_ops.where(keep, scaled, _scalar_like(0, x))
 
 
 def embedding_lookup(params, ids, max_norm=None, name=None):
-    """Rows of `params` at `ids`; a list of tensors/variables is one table split by rows ("div").
+    """Rows of `params` at `ids`.
 
-    On a Variable the gradient is an IndexedSlices.
+    Args:
+      params: a tensor or Variable, or a list of them holding one table split
+        by rows with TensorFlow's "div" strategy (the first `total % n` parts
+        have one row more).
+      ids: integer ids into the (whole) table.
+      max_norm: if set, embeddings with a larger l2 norm are scaled down to it.
+
+    On Variables the gradient is an IndexedSlices (one per part).
 
     Raises:
       ValueError: an empty params list.
@@ -648,9 +720,16 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
     """
     if isinstance(params, (list, tuple)):
         if not params:
-            raise ValueError("Need at least one param")
-        params = params[0] if len(params) == 1 else array_ops.concat([_tensor(p) for p in params], 0)
-    out = array_ops.gather(params, ids)
+            raise ValueError("Length of params is currently 0. Need at least one param.")
+        ids = _tensor(ids)
+        if len(params) == 1:
+            out = array_ops.gather(params[0], ids)
+        elif isinstance(ids._value, np.ndarray):
+            out = _partitioned_lookup(params, ids)
+        else:                            # ids known only when a graph runs: one concatenated table
+            out = array_ops.gather(array_ops.concat([_tensor(p) for p in params], 0), ids)
+    else:
+        out = array_ops.gather(params, ids)
     if max_norm is None:
         return out
     # each embedding (the trailing axes taken from params) is scaled down to norm max_norm
@@ -660,7 +739,35 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
     factor = math_ops.where(math_ops.greater(norm, limit), limit / norm, math_ops.ones_like(norm))
     return out * factor
 
-__all__ = []
+
+def _partitioned_lookup(params, ids):
+    """Lookup in a row-split ("div") table: gather from each part, then put rows back in id order."""
+    flat = np.asarray(ids._value).reshape(-1).astype(np.int64)
+    if not flat.size:
+        return array_ops.gather(params[0], ids)
+    sizes = [p.shape[0] if isinstance(p, Variable) else _tensor(p)._value.shape[0] for p in params]
+    total = int(sum(sizes))
+    bad = (flat < 0) | (flat >= total)
+    if bad.any():
+        raise InvalidArgumentError(None, "GatherV2", f"indices[{int(np.argmax(bad))}] = {int(flat[np.argmax(bad)])} "
+                                                     f"is not in [0, {total}) [Op:GatherV2]")
+    per, extras = divmod(total, len(params))
+    cut = extras * (per + 1)
+    part = np.where(flat < cut, flat // (per + 1), extras + (flat - cut) // max(per, 1))
+    local = np.where(flat < cut, flat % (per + 1), (flat - cut) % max(per, 1))
+    rows, positions = [], []
+    for p, table in enumerate(params):
+        where_p = np.flatnonzero(part == p)
+        if where_p.size:
+            rows.append(array_ops.gather(table, Tensor(local[where_p].astype(ids._value.dtype))))
+            positions.append(where_p)
+    gathered = rows[0] if len(rows) == 1 else array_ops.concat(rows, 0)
+    # Placing rows with a segment sum keeps each part's gradient dense, so a
+    # Variable part still gets IndexedSlices from its own gather.
+    order = Tensor(np.concatenate(positions).astype(np.int32))
+    placed = math_ops.unsorted_segment_sum(gathered, order, flat.size)
+    return array_ops.reshape(placed, ids._value.shape + placed._value.shape[1:])
+
 
 # Names published under tf.nn (none of them are top-level names in TensorFlow).
 NN_NAMES = (
@@ -669,3 +776,4 @@ NN_NAMES = (
     "gelu", "silu", "swish", "sigmoid_cross_entropy_with_logits", "weighted_cross_entropy_with_logits",
     "log_poisson_loss", "bias_add", "l2_loss", "moments", "batch_normalization", "dropout", "embedding_lookup",
 )
+__all__ = []   # TensorFlow has none of these at top level

@@ -135,8 +135,11 @@ def _mean(x, axis, keepdims):
 
 @_mean.def_grad
 def _mean_grad(op, dy):
-    x = op.inputs[0]                                    # each element gets dy / (number averaged)
-    n = max(_count(x._value.shape, op.get_attr("axis")), 1)
+    x, axes = op.inputs[0], op.get_attr("axis")         # each element gets dy / (number averaged)
+    if None in (x._value.shape[a] for a in axes):       # unknown dimensions (graphs): count when run
+        count = execute(_sum, (ones_like(x, dtype=dtypes.as_dtype(dy._value.dtype)),), {"axis": axes, "keepdims": True})
+        return _expand_to_input(op, dy) / count
+    n = max(_count(x._value.shape, axes), 1)
     return _expand_to_input(op, dy) / Tensor(np.asarray(n, dy._value.dtype))
 
 
@@ -272,7 +275,7 @@ def _euclidean_norm(x, axis, keepdims):
 @_euclidean_norm.def_grad(uses_outputs=True)
 def _euclidean_norm_grad(op, dy):
     x = op.inputs[0]                                    # d |x| = x / |x| dx (TF: no conj)
-    return x / (_kept(op, op.outputs[0]) / _kept(op, dy))
+    return x * (_kept(op, dy) / _kept(op, op.outputs[0]))
 
 
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
@@ -339,6 +342,34 @@ def count_nonzero(input, axis=None, keepdims=None, dtype=dtypes.int64, name=None
     x = _tensor(input)
     nonzero = cast(not_equal(x, Tensor(np.zeros((), x._value.dtype))), dtypes.int64)
     return cast(reduce_sum(nonzero, axis, keepdims=bool(keepdims)), dtype)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of zeros in `value`, as a float32 scalar (NaN when empty)."""
+    x = _tensor(value)
+    return reduce_mean(cast(equal(x, Tensor(np.zeros((), x._value.dtype))), dtypes.float32))
+
+
+def _is_monotonic(x, compare, what):
+    x = _tensor(x)
+    if x._value.dtype.kind not in "iufc" and x._value.dtype not in _HALF:
+        raise TypeError(f"Expected x to be numeric, got {x.dtype!r} in {what}.")
+    flat = array_ops.reshape(x, (-1,))
+    n = flat._value.shape[0]
+    if n < 2:
+        return Tensor(np.asarray(True))
+    return reduce_all(compare(flat[1:], flat[:-1]))
+
+
+def is_non_decreasing(x, name=None):
+    """Whether the elements of `x`, in row-major order, never decrease (True for fewer than 2)."""
+    from tapeflow.ops.math_ops import greater_equal
+    return _is_monotonic(x, greater_equal, "is_non_decreasing")
+
+
+def is_strictly_increasing(x, name=None):
+    """Whether the elements of `x`, in row-major order, strictly increase (True for fewer than 2)."""
+    return _is_monotonic(x, greater, "is_strictly_increasing")
 
 
 # -- arg-reductions --------------------------------------------------------------------
@@ -428,22 +459,21 @@ def _cumprod(x, axis, exclusive, reverse):
 
 @_cumprod.def_grad(uses_outputs=True)
 def _cumprod_grad(op, dy):
-    # dx_i = sum over the outputs j whose window holds i of dy_j * prod(window(j) without i).
-    # Before the first zero of the scan this is (reverse scan of dy * out)_i / x_i; at the
-    # first zero it is the reverse scan of dy * (the scan with that zero replaced by 1);
-    # after it every such product holds the zero.  Exact with zeros (TensorFlow gives 0
-    # at every zero); conjugated for complex inputs like the other holomorphic ops.
+    # dx_i = sum over the outputs j whose window holds i of dy_j * prod(window(j) without i):
+    # (reverse scan of dy * out)_i / x_i where x_i != 0 (TensorFlow's rule), and at the
+    # first zero of the scan the reverse scan of dy * (the scan with that zero replaced
+    # by 1); at later zeros every such product holds the first zero.  Exact with zeros
+    # (TensorFlow gives 0 at every zero); conjugated for complex inputs like other ops.
     x, out = _conj_if_complex(op.inputs[0]), _conj_if_complex(op.outputs[0])
     axis, exclusive, reverse = op.get_attr("axis"), op.get_attr("exclusive"), op.get_attr("reverse")
     is_zero = equal(x, zeros_like(x))
     seen = cumsum(cast(is_zero, dtypes.int32), axis, False, reverse)     # zeros at or before i
-    before = equal(seen, zeros_like(seen))
     first = logical_and(is_zero, equal(seen, ones_like(seen)))
     one = ones_like(x)
-    through_before = cumsum(out * dy, axis, exclusive, not reverse) / where(before, x, one)
+    through_nonzero = cumsum(out * dy, axis, exclusive, not reverse) / where(is_zero, one, x)
     skipped = cumprod(where(first, one, x), axis, exclusive, reverse)
     through_first = cumsum(skipped * dy, axis, exclusive, not reverse)
-    return where(before, through_before, where(first, through_first, zeros_like(through_first)))
+    return where(is_zero, where(first, through_first, zeros_like(through_first)), through_nonzero)
 
 
 def _logaddexp_accumulate(x, axis, dtype):
@@ -555,3 +585,29 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     values, indices = execute(_top_k, (x,), {"k": int(k), "sorted": bool(sorted),
                                              "index_type": dtypes.as_dtype(index_type)._np})
     return TopKV2(values, indices)
+
+
+@op("InTopKV2", dtypes=(dtypes.float32,), same_dtype=False)
+def _in_top_k(predictions, targets, k):
+    if predictions.ndim != 2:
+        raise ValueError(f"predictions must be 2-dimensional, got shape {_shape_str(predictions.shape)}")
+    if targets.shape != predictions.shape[:1]:
+        raise ValueError("First dimension of predictions must match length of targets")
+    rows, classes = predictions.shape
+    valid = (targets >= 0) & (targets < classes)
+    target_value = predictions[np.arange(rows), np.where(valid, targets, 0)]
+    # In the top k: fewer than k predictions strictly larger (ties count in); NaN/inf targets never.
+    larger = np.sum(predictions > target_value[:, None], axis=1)
+    return valid & np.isfinite(target_value) & (larger < k)
+
+
+no_gradient("InTopKV2")
+
+
+def in_top_k(targets, predictions, k, name=None):
+    """Whether each row's `targets` class is among the `k` largest `predictions` (ties count in)."""
+    predictions = _tensor(predictions)
+    targets = _tensor(targets)
+    if targets._value.dtype not in (np.int32, np.int64):
+        raise TypeError(f"targets must be an int32 or int64 tensor, got {targets.dtype.name}.")
+    return execute(_in_top_k, (predictions, targets), {"k": int(k)})

@@ -58,7 +58,7 @@ def _gather_grad(op, dy):
     if batch_dims:
         return _batch_gather_grad(_dense(dy), indices, pshape, axis, batch_dims), None
     if axis == 0:                                      # rows of dy land on the gathered rows (sparse)
-        return _indexed_slices_grad(dy, indices, pshape), None
+        return _indexed_slices_grad(dy, indices, pshape, params), None
     from tapeflow.ops import math_ops                  # gathered axes to the front, segment-sum, move back
     dy = _dense(dy)
     idx_rank = indices._value.ndim
@@ -88,9 +88,12 @@ def _batch_gather_grad(dy, indices, pshape, axis, batch_dims):
     return reshape(rows, pshape)
 
 
-def _indexed_slices_grad(dy, indices, pshape):
+def _indexed_slices_grad(dy, indices, pshape, params=None):
     values = reshape(dy, (-1,) + tuple(pshape[1:]))
     flat_indices = reshape(indices, (-1,))
+    if None in tuple(pshape):        # rows unknown while building a graph: the dense sum, sized at run time
+        from tapeflow.ops import math_ops
+        return tensor_scatter_nd_add(math_ops.zeros_like(params), reshape(flat_indices, (-1, 1)), values)
     return IndexedSlices(values, flat_indices, Tensor(np.asarray(pshape, np.int32)))
 
 
@@ -139,10 +142,15 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
                                    f"but is rank {rank_} [Op:GatherV2]")
     axis %= rank_
     ishape = indices._value.shape
+    if axis == 0:
+        batch_dims = 0                                 # TensorFlow ignores batch_dims for axis 0
     if batch_dims:
-        if batch_dims > axis or batch_dims > len(ishape):
+        if batch_dims > axis:
             raise InvalidArgumentError(None, "GatherV2", f"batch_dims ({batch_dims}) must be less than or equal to "
-                                       f"axis ({axis}) and to rank(indices) ({len(ishape)}) [Op:GatherV2]")
+                                       f"axis ({axis}). [Op:GatherV2]")
+        if batch_dims > len(ishape):
+            raise InvalidArgumentError(None, "GatherV2", f"batch_dims ({batch_dims}) must be less than or equal to "
+                                       f"rank(indices) ({len(ishape)}). [Op:GatherV2]")
         for d in range(batch_dims):
             if params._value.shape[d] != ishape[d]:
                 raise InvalidArgumentError(None, "GatherV2", f"params.shape[{d}]: {params._value.shape[d]} should be "

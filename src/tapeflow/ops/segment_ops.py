@@ -38,6 +38,11 @@ def _ids_tensor(segment_ids, op_type):
     return ids
 
 
+def _at_least_one(counts):
+    """Counts with empty segments (never gathered back) set to 1, so dividing by them is clean."""
+    return maximum(counts, ones_like(counts))
+
+
 def _ids_shaped_like(ids, t):
     """`ids` reshaped with trailing 1s so that it broadcasts against the per-row tensor `t`."""
     extra = t._value.ndim - ids._value.ndim
@@ -76,6 +81,15 @@ def _segment_counts(data, ids):
         (0,) + (1,) * (data.ndim - 1), np.int64)
 
 
+def _segment_shape_fn(data, segment_ids):
+    """Graph shape rule: the number of segments is known only from concrete ids."""
+    from tapeflow.graph.graph import Meta
+    rows = None
+    if isinstance(segment_ids, np.ndarray):
+        rows = int(segment_ids[-1]) + 1 if segment_ids.size else 0
+    return [Meta((rows,) + tuple(data.shape[1:]), data.dtype)]
+
+
 @op("SegmentSum", dtypes=NUMERIC_TYPES, same_dtype=False)
 def _segment_sum(data, segment_ids):
     return _segment_reduce(np.add, 0, data, segment_ids)
@@ -100,7 +114,7 @@ def _segment_mean_grad(op, dy):
     data, ids = op.inputs                               # each row gets dy / (rows in its segment)
     ones = Tensor(np.ones(ids._value.shape + (1,) * (data._value.ndim - 1), dy._value.dtype))
     counts = segment_sum(ones, ids)
-    return array_ops.gather(dy / counts, ids), None
+    return array_ops.gather(dy / _at_least_one(counts), ids), None
 
 
 @op("SegmentMax", dtypes=REAL_TYPES, same_dtype=False)
@@ -118,7 +132,7 @@ def _segment_min_or_max_grad(op, dy):
     data, ids = op.inputs
     chosen = equal(data, array_ops.gather(op.outputs[0], ids))
     count = segment_sum(cast(chosen, dy._value.dtype), ids)
-    return where(chosen, array_ops.gather(dy / count, ids), zeros_like(data)), None
+    return where(chosen, array_ops.gather(dy / _at_least_one(count), ids), zeros_like(data)), None
 
 
 _segment_max.def_grad(_segment_min_or_max_grad, uses_outputs=True)
@@ -142,6 +156,10 @@ def _segment_prod_grad(op, dy):
     nonzero_prod = segment_prod(safe, ids)
     partial = where(is_zero, array_ops.gather(nonzero_prod, ids), array_ops.gather(op.outputs[0], ids) / safe)
     return array_ops.gather(dy, ids) * partial, None
+
+
+for _kernel in (_segment_sum, _segment_mean, _segment_max, _segment_min, _segment_prod):
+    _kernel.shape_fn = _segment_shape_fn
 
 
 def _sorted_op(kernel, data, segment_ids):
@@ -230,7 +248,7 @@ def _unsorted_min_or_max_grad(op, dy):
     valid = array_ops.broadcast_to(_ids_shaped_like(greater_equal(ids, zeros_like(ids)), data), data._value.shape)
     chosen = logical_and(equal(data, _gather_dropping_negatives(op.outputs[0], ids)), valid)
     count = unsorted_segment_sum(cast(chosen, dy._value.dtype), ids, n)
-    return where(chosen, _gather_dropping_negatives(dy / count, ids), zeros_like(data)), None
+    return where(chosen, _gather_dropping_negatives(dy / _at_least_one(count), ids), zeros_like(data)), None
 
 
 _unsorted_segment_max.def_grad(_unsorted_min_or_max_grad, uses_outputs=True)

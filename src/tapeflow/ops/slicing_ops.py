@@ -80,26 +80,71 @@ def _strided_slice(x, begin, end, strides, begin_mask, end_mask, ellipsis_mask, 
     return x[index]
 
 
+def _strided_slice_shape(x, begin, end, strides, **masks):
+    """Graph shape inference: exact when the spec and shape are known, else per dimension."""
+    from tapeflow.graph.graph import Meta
+    shape = tuple(x.shape)
+    known = not any(type(v) is Meta for v in (begin, end, strides))
+    if known and None not in shape:
+        index = _spec_index(shape, begin, end, strides, tuple(masks[k] for k in _MASKS))
+        return [Meta(np.broadcast_to(np.zeros((), bool), shape)[index].shape, x.dtype)]
+    n, rank = begin.shape[0], len(shape)
+    ell, new, shrink = masks["ellipsis_mask"], masks["new_axis_mask"], masks["shrink_axis_mask"]
+    consumes = [not (ell | new) & (1 << i) for i in range(n)]
+    dims, dim = [], 0
+    for i in range(n):
+        bit = 1 << i
+        if ell & bit:
+            span = max(rank - dim - sum(consumes[i + 1:]), 0)
+            dims.extend(shape[dim:dim + span])
+            dim += span
+        elif new & bit:
+            dims.append(1)
+        else:
+            if dim >= rank:
+                raise ValueError(f"Index out of range using input dim {dim}; input has only {rank} dims")
+            if not shrink & bit:
+                dims.append(_slice_length(shape[dim], begin, end, strides, i, masks) if known else None)
+            dim += 1
+    return [Meta(tuple(dims) + shape[dim:], x.dtype)]
+
+
+def _slice_length(d, begin, end, strides, i, masks):
+    """The length of entry i's slice of a dimension of size d (None: unknown)."""
+    bit, stride = 1 << i, int(strides[i])
+    if d is not None:
+        part = _py_slice(None if masks["begin_mask"] & bit else int(begin[i]),
+                         None if masks["end_mask"] & bit else int(end[i]), stride)
+        return len(range(*part.indices(d)))
+    full = masks["begin_mask"] & masks["end_mask"] & bit
+    return d if full and abs(stride) == 1 else None
+
+
+_strided_slice.shape_fn = _strided_slice_shape
+
+
 @_strided_slice.def_grad
 def _strided_slice_grad(op, dy):
     x, begin, end, strides = op.inputs                 # dx = dy placed at the slice, zeros elsewhere
     masks = {k: op.get_attr(k) for k in _MASKS}
-    dx = execute(_strided_slice_grad_op, (convert_to_tensor(dy), begin, end, strides),
-                 dict(shape=x._value.shape, **masks))
+    dx = execute(_strided_slice_grad_op, (convert_to_tensor(dy), begin, end, strides, x), masks)
     return dx, None, None, None
 
 
+# Note [StridedSliceGrad shape]: the op takes the sliced tensor itself as its
+# last input (`like`), only for its shape, so the gradient works in graphs
+# where that shape is known only when the graph runs.
 @op("StridedSliceGrad", same_dtype=False)
-def _strided_slice_grad_op(dy, begin, end, strides, shape, begin_mask, end_mask, ellipsis_mask,
+def _strided_slice_grad_op(dy, begin, end, strides, like, begin_mask, end_mask, ellipsis_mask,
                            new_axis_mask, shrink_axis_mask):
-    index = _spec_index(shape, begin, end, strides,
+    index = _spec_index(like.shape, begin, end, strides,
                         (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask))
-    out = np.zeros(shape, dy.dtype)
+    out = np.zeros(like.shape, dy.dtype)
     out[index] = dy
     return out
 
 
-_strided_slice_grad_op.shape_fn = lambda dy, *_, shape, **__: [_meta(shape, dy.dtype)]
+_strided_slice_grad_op.shape_fn = lambda dy, begin, end, strides, like, **_: [_meta(like.shape, dy.dtype)]
 
 
 def _meta(shape, dtype):
@@ -109,18 +154,26 @@ def _meta(shape, dtype):
 
 @_strided_slice_grad_op.def_grad
 def _strided_slice_grad_grad(op, ddx):
-    _, begin, end, strides = op.inputs                 # the adjoint of "place at the slice" is the slice
+    _, begin, end, strides, _ = op.inputs              # the adjoint of "place at the slice" is the slice
     masks = {k: op.get_attr(k) for k in _MASKS}
-    return execute(_strided_slice, (convert_to_tensor(ddx), begin, end, strides), masks), None, None, None
+    return execute(_strided_slice, (convert_to_tensor(ddx), begin, end, strides), masks), None, None, None, None
 
 
-def _index_tensor(value, what):
-    t = convert_to_tensor(value)
+def _index_tensor(value, what, op_type="StridedSlice"):
+    """An int16/32/64 index tensor; Python lists become eager constants (static even in graphs)."""
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        t = convert_to_tensor(value)
+    else:
+        arr = np.asarray(value)
+        if arr.dtype.kind in "iu" or arr.size == 0:
+            fits = arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)
+            arr = arr.astype(np.int32 if fits and arr.dtype != np.int64 else np.int64)
+        t = Tensor(arr)
     if t._value.dtype not in _INDEX_DTYPES:
         raise InvalidArgumentError(
-            None, "StridedSlice",
+            None, op_type,
             f"Value for attr 'Index' of {t.dtype.name} is not in the list of allowed values: int16, int32, int64 "
-            f"(argument `{what}`) [Op:StridedSlice]")
+            f"(argument `{what}`) [Op:{op_type}]")
     return t
 
 
@@ -144,7 +197,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     x = convert_to_tensor(input_)
     begin = _index_tensor(begin, "begin")
     end = _index_tensor(end, "end")
-    strides = (Tensor(np.ones(begin._value.shape, begin._value.dtype)) if strides is None
+    strides = (Tensor(np.ones(tuple(begin._value.shape), begin._value.dtype)) if strides is None
                else _index_tensor(strides, "strides"))
     masks = {"begin_mask": int(begin_mask), "end_mask": int(end_mask), "ellipsis_mask": int(ellipsis_mask),
              "new_axis_mask": int(new_axis_mask), "shrink_axis_mask": int(shrink_axis_mask)}
@@ -163,8 +216,10 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
            [4, 5]], dtype=int32)
     """
     x = convert_to_tensor(input_)
-    b = np.asarray(_index_tensor(begin, "begin")._value)
-    s = np.asarray(_index_tensor(size, "size")._value)
+    begin_t, size_t = _index_tensor(begin, "begin", "Slice"), _index_tensor(size, "size", "Slice")
+    if type(begin_t) is not Tensor or type(size_t) is not Tensor:
+        return _symbolic_slice(x, begin_t, size_t)
+    b, s = np.asarray(begin_t._value), np.asarray(size_t._value)
     shape = x._value.shape
     if b.shape != (len(shape),) or s.shape != (len(shape),):
         raise InvalidArgumentError(
@@ -172,15 +227,34 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
             f"shapes {list(b.shape)} and {list(s.shape)} instead. [Op:Slice]")
     ends = []
     for i, (bi, si, d) in enumerate(zip(b.tolist(), s.tolist(), shape, strict=True)):
+        if d is None:                                  # unknown until the graph runs: no static check
+            ends.append(bi + si)
+            continue
         if not 0 <= bi <= d:
             raise InvalidArgumentError(None, "Slice", f"Expected begin[{i}] in [0, {d}], but got {bi} [Op:Slice]")
         si = d - bi if si == -1 else si
         if not 0 <= si <= d - bi:
             raise InvalidArgumentError(None, "Slice", f"Expected size[{i}] in [0, {d - bi}], but got {si} [Op:Slice]")
         ends.append(bi + si)
+    end_mask = sum(1 << i for i, si in enumerate(s.tolist()) if si == -1)
     end = Tensor(np.asarray(ends, b.dtype))
     return execute(_strided_slice, (x, Tensor(b), end, Tensor(np.ones_like(b))),
-                   {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0})
+                   {"begin_mask": 0, "end_mask": end_mask, "ellipsis_mask": 0, "new_axis_mask": 0,
+                    "shrink_axis_mask": 0})
+
+
+def _symbolic_slice(x, begin, size):
+    """tf.slice with a begin known only when the graph runs (sizes must be static)."""
+    if type(size) is not Tensor:
+        raise ValueError("tf.slice with a symbolic `size` is not supported; give `size` as a list of ints "
+                         "(-1 for 'to the end').")
+    from tapeflow.ops import math_ops
+    s = np.asarray(size._value)
+    end_mask = sum(1 << i for i, si in enumerate(s.tolist()) if si == -1)
+    end = math_ops.add(math_ops.cast(begin, s.dtype), Tensor(np.where(s == -1, 0, s)))
+    return execute(_strided_slice, (x, math_ops.cast(begin, s.dtype), end, Tensor(np.ones_like(s))),
+                   {"begin_mask": 0, "end_mask": end_mask, "ellipsis_mask": 0, "new_axis_mask": 0,
+                    "shrink_axis_mask": 0})
 
 
 # -- Tensor.__getitem__ ----------------------------------------------------------
@@ -196,7 +270,12 @@ def _index_value(value):
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
         return int(value)
     if isinstance(value, Tensor) and value.shape.rank == 0 and value._value.dtype in _INDEX_DTYPES:
-        return int(value._value) if type(value) is Tensor else value
+        if type(value) is Tensor:
+            return int(value._value)
+        op_ = getattr(value, "op", None)              # a graph constant: its value is static
+        if op_ is not None and op_.type == "Const":
+            return int(op_.get_attr("value"))
+        return value
     raise TypeError(_BAD_INDEX.format(value))
 
 
@@ -221,9 +300,60 @@ def _getitem(x, key):
       InvalidArgumentError: a single index out of bounds, several ellipses or a
         zero step.
     """
-    if _is_bool_mask(key):
-        from tapeflow.ops import array_ops
-        return array_ops.boolean_mask(x, key)
+    sig = _signature(key)
+    spec = _SPECS.get(sig) if sig is not None else None
+    if spec is None:
+        if _is_bool_mask(key):
+            from tapeflow.ops import array_ops
+            return array_ops.boolean_mask(x, key)
+        spec = _key_spec(key)
+        if sig is not None:
+            if len(_SPECS) >= 4096:
+                _SPECS.clear()
+            _SPECS[sig] = spec
+    if type(x) is not Tensor:
+        x = convert_to_tensor(x)
+    (begin, end, strides), masks = spec                # fresh tensors: see Note [slice spec cache]
+    return execute(_strided_slice, (x, _fresh(begin), _fresh(end), _fresh(strides)), masks)
+
+
+def _fresh(index):
+    return Tensor(index) if type(index) is np.ndarray else index
+
+
+# Note [slice spec cache]: keys made of Python ints, slices of ints, None and
+# Ellipsis map to the same begin/end/strides arrays every time, so those are
+# built once (a tensor in the key, possibly symbolic, is never cached).  Each
+# call wraps them in new tensors: a tf.function being traced keeps tensors
+# made during the trace as constants, whereas older ones would be captured
+# as inputs and lose their static values.
+_SPECS = {}
+
+
+def _signature(key):
+    """A hashable stand-in for a key of Python ints/None/Ellipsis/int slices; None for other keys."""
+    if type(key) is int:
+        return key
+    if type(key) is not tuple:
+        return None
+    parts = []
+    for item in key:
+        kind = type(item)
+        if kind is int or item is None or item is Ellipsis:
+            parts.append(item)
+        elif kind is _py_slice:
+            bounds = (item.start, item.stop, item.step)
+            for b in bounds:
+                if b is not None and type(b) is not int:
+                    return None
+            parts.append(bounds)
+        else:
+            return None
+    return tuple(parts)
+
+
+def _key_spec(key):
+    """(begin, end, strides) tensors and the mask attrs of a `__getitem__` key."""
     if not isinstance(key, (tuple, list)):
         key = (key,)
     begin, end, strides = [], [], []
@@ -248,17 +378,15 @@ def _getitem(x, key):
             at = _index_value(item)
             begin.append(at), end.append(at + 1), strides.append(1)
             masks["shrink_axis_mask"] |= bit
-    x = convert_to_tensor(x)
-    return execute(_strided_slice, (x, _pack(begin), _pack(end), _pack(strides)), masks)
+    return (_pack(begin), _pack(end), _pack(strides)), masks
 
 
 def _pack(values):
-    """A 1-D index tensor from Python ints (and symbolic scalars, stacked)."""
+    """A 1-D index array from Python ints, or a tensor stacking symbolic scalars."""
     if all(type(v) is int for v in values):
-        arr = np.asarray(values, np.int32)
         if values and (max(values) >= 2**31 or min(values) < -2**31):
-            arr = np.asarray(values, np.int64)
-        return Tensor(arr if values else np.zeros(0, np.int32))
+            return np.asarray(values, np.int64)
+        return np.asarray(values, np.int32) if values else np.zeros(0, np.int32)
     from tapeflow.ops import array_ops, math_ops
     return array_ops.stack([math_ops.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])
 

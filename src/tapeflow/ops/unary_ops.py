@@ -1,10 +1,10 @@
 """Elementwise unary math (`tf.math`): signs, powers, exponentials, trigonometry,
-special functions, rounding and float predicates.
+the sigmoid family, rounding and float predicates (special functions are in
+`special_math_ops`).
 
 Each op's kernel and gradient sit together.  Gradients of holomorphic functions
-follow TensorFlow's complex convention `dx = dy * conj(f'(x))`.  Half-precision
-inputs of SciPy special functions are computed in float32 and cast back, so
-every op returns its input's dtype.
+follow TensorFlow's complex convention `dx = dy * conj(f'(x))`.  Every op
+returns its input's dtype (half-precision SciPy calls go through float32).
 
 See Note [module split] in math_ops.py for why this module may import from
 math_ops at the top.
@@ -15,25 +15,24 @@ import scipy.special
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES
-from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.op_def import no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.math_ops import _binary_inputs, _conj_if_complex, complex, div_no_nan, ones_like, zeros_like
-from tapeflow.ops.grad_util import unbroadcast
+from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, cast, complex, div_no_nan, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
 
 
-def _special(fn, *arrays):
-    """A SciPy special function in the dtype of its first input (half types via float32)."""
-    dtype = arrays[0].dtype
+def _special(fn, x):
+    """A SciPy special function of `x` in x's dtype (half types computed in float32)."""
+    dtype = x.dtype
     if dtype.itemsize == 2:
-        arrays = [a.astype(np.float32) for a in arrays]
-    return np.asarray(fn(*arrays)).astype(dtype, copy=False)
+        return np.asarray(fn(x.astype(np.float32))).astype(dtype)
+    out = fn(x)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
-def _c(t):
-    return _conj_if_complex(t)
+_c = _conj_if_complex
 
 
 # -- signs and powers ----------------------------------------------------------------
@@ -55,7 +54,7 @@ def _abs(x):
 
 @_abs.def_grad
 def _abs_grad(op, dy):
-    return dy * sign(op.inputs[0])                      # d|x| = sign(x) dx
+    return dy * _sign(op.inputs[0])                     # d|x| = sign(x) dx
 
 
 @op("ComplexAbs", dtypes=dtypes.COMPLEX_TYPES)
@@ -80,17 +79,22 @@ def abs(x, name=None):  # noqa: A001 - TensorFlow's public name
     return _complex_abs(x) if x._value.dtype.kind == "c" else _abs(x)
 
 
-@op("Sign", dtypes=_SIGNED)
-def sign(x):
-    if x.dtype.kind == "c":
-        mag = np.abs(x)
-        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+@op("Sign", dtypes=FLOATING_TYPES + _SIGNED_INTS)
+def _sign(x):
     return np.sign(x)
 
 
-@sign.def_grad
+@_sign.def_grad
 def _sign_grad(op, dy):
     return zeros_like(op.inputs[0])                     # piecewise constant
+
+
+def sign(x, name=None):
+    """-1, 0 or 1 by the sign of `x`; for complex `x`, x / |x| (0 at 0), differentiable like TensorFlow's."""
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    if x._value.dtype.kind == "c":
+        return div_no_nan(x, cast(_complex_abs(x), x.dtype))
+    return _sign(x)
 
 
 @op("Square", dtypes=NUMERIC_TYPES)
@@ -133,6 +137,12 @@ def reciprocal(x):
 def _reciprocal_grad(op, dy):
     y = _c(op.outputs[0])
     return -dy * y * y                                  # d (1/x) = -dx / x^2
+
+
+def reciprocal_no_nan(x, name=None):
+    """1 / x elementwise, 0 where x == 0."""
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    return _div_no_nan(Tensor(np.ones((), x._value.dtype)), x)
 
 
 # -- exponentials and logarithms -------------------------------------------------------
@@ -369,94 +379,6 @@ def _softsign_grad(op, dy):
 def log_sigmoid(x, name=None):
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
     return negative(softplus(negative(x)))
-
-
-# -- special functions -----------------------------------------------------------------
-
-@op("Erf", dtypes=FLOATING_TYPES)
-def erf(x):
-    return _special(scipy.special.erf, x)
-
-
-@erf.def_grad
-def _erf_grad(op, dy):
-    x = op.inputs[0]
-    return dy * (2 / np.sqrt(np.pi)) * exp(-square(x))  # d erf x = 2/sqrt(pi) e^(-x^2) dx
-
-
-@op("Erfc", dtypes=FLOATING_TYPES)
-def erfc(x):
-    return _special(scipy.special.erfc, x)
-
-
-@erfc.def_grad
-def _erfc_grad(op, dy):
-    x = op.inputs[0]
-    return dy * (-2 / np.sqrt(np.pi)) * exp(-square(x))  # d erfc x = -2/sqrt(pi) e^(-x^2) dx
-
-
-@op("Lgamma", dtypes=FLOATING_TYPES)
-def lgamma(x):
-    return _special(scipy.special.gammaln, x)
-
-
-@lgamma.def_grad
-def _lgamma_grad(op, dy):
-    return dy * digamma(op.inputs[0])                   # d log|Gamma(x)| = psi(x) dx
-
-
-def _poles_to_nan(x, out):
-    """TensorFlow's digamma/polygamma are NaN at the poles 0, -1, -2, ..."""
-    pole = (x <= 0) & (x == np.floor(x))
-    return np.where(pole, np.nan, out).astype(out.dtype, copy=False) if np.any(pole) else out
-
-
-@op("Digamma", dtypes=FLOATING_TYPES)
-def digamma(x):
-    return _poles_to_nan(x, _special(scipy.special.digamma, x))
-
-
-@digamma.def_grad
-def _digamma_grad(op, dy):
-    x = op.inputs[0]
-    return dy * polygamma(ones_like(x), x)              # d psi(x) = psi'(x) dx
-
-
-@op("Polygamma", dtypes=(dtypes.float32, dtypes.float64))
-def _polygamma(a, x):
-    with np.errstate(invalid="ignore"):
-        out = np.asarray(scipy.special.polygamma(a, x))
-    # Orders that are not non-negative integers are undefined (NaN), like TensorFlow.
-    out = np.where((a < 0) | (a != np.floor(a)), np.nan, out)
-    return _poles_to_nan(np.broadcast_to(x, out.shape), out).astype(x.dtype, copy=False)
-
-
-@_polygamma.def_grad
-def _polygamma_grad(op, dy):
-    a, x = op.inputs                                    # d psi^(a)(x) = psi^(a+1)(x) dx
-    return None, unbroadcast(dy * polygamma(a + 1, x), x._value.shape)
-
-
-def polygamma(a, x, name=None):
-    """The polygamma function psi^(a)(x); `a` must hold non-negative integers (else NaN)."""
-    return execute(_polygamma, _binary_inputs(a, x), {})
-
-
-@op("Zeta", dtypes=(dtypes.float32, dtypes.float64))
-def _zeta(x, q):
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(scipy.special.zeta(x, q)).astype(x.dtype, copy=False)
-
-
-@_zeta.def_grad
-def _zeta_grad(op, dy):
-    x, q = op.inputs                                    # d zeta(x, q) / dq = -x zeta(x+1, q)
-    return None, unbroadcast(dy * (-x * zeta(x + 1, q)), q._value.shape)
-
-
-def zeta(x, q, name=None):
-    """The Hurwitz zeta function sum_n (n + q)^(-x)."""
-    return execute(_zeta, _binary_inputs(x, q), {})
 
 
 # -- rounding (piecewise constant: TensorFlow's gradients are None) ---------------------

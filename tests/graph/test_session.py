@@ -1,0 +1,294 @@
+"""TF1-style graphs, differential against TensorFlow: `Graph().as_default()`,
+`compat.v1.placeholder`, `compat.v1.Session.run` with nested fetches and feeds,
+feed errors, fetching by name, `name_scope` and `control_dependencies`."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import tapeflow
+from differential import Raised, run, same
+
+Pair = collections.namedtuple("Pair", ["a", "b"])
+
+
+def _session_program(build, feeds_of, fetches_of=lambda t: t):
+    """A program building a graph with `build(tf)` and running `fetches_of(tensors)`
+    with `feeds_of(tensors)` in a Session."""
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            tensors = build(tf)
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run(fetches_of(tensors), feed_dict=feeds_of(tensors))
+    return prog
+
+
+def test_placeholder_and_run():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+        return x, tf.reduce_sum(x * 2.0, axis=1)
+    same(_session_program(build, lambda t: {t[0]: [[1.0, 2.0], [3.0, 4.0]]}, lambda t: t[1]))
+
+
+def test_executing_eagerly_in_graph():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            inside = tf.executing_eagerly()
+            x = tf.compat.v1.placeholder(tf.float32, [2])
+        return inside, tf.executing_eagerly(), x.shape.as_list(), x.dtype, x.graph is g
+    same(prog)
+
+
+def test_graph_tensor_static_shapes():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, 3])
+            w = tf.constant(np.ones((3, 4), np.float32))
+            y = tf.matmul(x, w)
+            z = tf.reshape(y, [-1])
+            s = tf.reduce_sum(y, axis=0)
+            c = tf.concat([x, x], axis=1)
+        return [t.shape.as_list() for t in (y, z, s, c)]
+    same(prog)
+
+
+def test_nested_fetches():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [3])
+        y = tf.compat.v1.placeholder(tf.int32, [])
+        return x, y, x * 2.0, tf.reduce_sum(x), y + 1
+    feeds = lambda t: {t[0]: np.array([1.0, 2.0, 3.0], np.float32), t[1]: 4}
+    fetches = lambda t: {"a": [t[2], (t[3], t[4])], "b": Pair(t[4], [t[2]]), "c": t[3]}
+    same(_session_program(build, feeds, fetches))
+
+
+def test_fetch_scalar_returns_numpy_scalar():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float64, [])
+        return x, x * x
+    prog = _session_program(build, lambda t: {t[0]: 3.0}, lambda t: t[1])
+    ours = same(prog)
+    assert isinstance(ours, np.float64)
+
+
+def test_run_same_graph_several_times_and_tensor_feed_of_intermediate():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2])
+            h = x * 3.0
+            y = h + 1.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            a = sess.run(y, {x: [1.0, 2.0]})
+            b = sess.run(y, {x: [5.0, 6.0]})
+            c = sess.run(y, {h: [10.0, 20.0]})       # feeding an intermediate tensor
+            d = sess.run([y, h], {x: [0.0, 1.0]})
+        return a, b, c, d
+    same(prog)
+
+
+@pytest.mark.parametrize("value", [
+    np.zeros((3,), np.float32),              # wrong rank
+    np.zeros((2, 3), np.float32),            # wrong dimension
+    [["a", "b"], ["c", "d"]],                # strings
+    [[1.0, 2.0], [3.0]],                     # ragged
+], ids=["rank", "dim", "str", "ragged"])
+def test_feed_errors(value):
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+        return x, x + 1.0
+    prog = _session_program(build, lambda t: {t[0]: value}, lambda t: t[1])
+    assert isinstance(run(prog, tapeflow), Raised)
+    same(prog)
+
+
+def test_feed_int_into_float_converts():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [2])
+        return x, x * 0.5
+    same(_session_program(build, lambda t: {t[0]: np.array([1, 2], np.int64)}, lambda t: t[1]))
+
+
+def test_feed_float_into_int_placeholder():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.int32, [2])
+        return x, x + 1
+    same(_session_program(build, lambda t: {t[0]: np.array([1.5, 2.0])}, lambda t: t[1]))
+
+
+def test_missing_feed_raises():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [2])
+        return x, x + 1.0
+    prog = _session_program(build, lambda t: {}, lambda t: t[1])
+    assert isinstance(run(prog, tapeflow), Raised)
+    same(prog)
+
+
+def test_fetch_by_name():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+            y = x * 2.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            by_name = sess.run(y.name, {"x:0": [1.0, 2.0]})
+            mixed = sess.run([y, y.name], {x: [3.0, 4.0]})
+            op = sess.run(y.op.name, {x: [3.0, 4.0]})
+        return by_name, mixed, op, x.name, g.get_tensor_by_name("x:0") is x, g.get_operation_by_name("x") is x.op
+    same(prog)
+
+
+def test_names_and_name_scope():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [], name="x")
+            x2 = tf.compat.v1.placeholder(tf.float32, [], name="x")
+            with tf.name_scope("layer") as scope:
+                p = tf.compat.v1.placeholder(tf.float32, [], name="p")
+                y = x + p
+                with tf.name_scope("inner") as inner:
+                    q = tf.compat.v1.placeholder(tf.float32, [], name="q")
+            with tf.name_scope("layer") as again:
+                r = tf.compat.v1.placeholder(tf.float32, [], name="p")
+        return x.name, x2.name, p.name, q.name, r.name, scope, inner, again, y.name.startswith("layer/")
+    same(prog)
+
+
+def test_fetch_unknown_name_raises():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+            x + 1.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run("nothing:0", {x: [1.0, 2.0]})
+    same(prog)
+
+
+def test_fetch_tensor_of_other_graph_raises():
+    def prog(tf):
+        g1, g2 = tf.Graph(), tf.Graph()
+        with g1.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2])
+            y = x + 1.0
+        with g2.as_default():
+            tf.constant(1.0)
+        with tf.compat.v1.Session(graph=g2) as sess:
+            return sess.run(y, {x: [1.0, 2.0]})
+    same(prog)
+
+
+def test_fetch_only_tensor_of_other_graph_raises():
+    def prog(tf):
+        g1, g2 = tf.Graph(), tf.Graph()
+        with g1.as_default():
+            y = tf.compat.v1.placeholder(tf.float32, [2]) + 1.0
+        with g2.as_default():
+            tf.constant(1.0)
+        with tf.compat.v1.Session(graph=g2) as sess:
+            return sess.run(y)
+    same(prog)
+
+
+def test_feed_unknown_name_raises():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+            y = x + 1.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run(y, {"nothing:0": [1.0, 2.0]})
+    same(prog)
+
+
+def test_feed_tensor_value_raises():
+    def prog(tf):
+        value = tf.constant([1.0, 2.0])
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+            y = x + 1.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run(y, {x: value})
+    same(prog)
+
+
+def test_placeholder_eager_raises():
+    def prog(tf):
+        return tf.compat.v1.placeholder(tf.float32, [2])
+    same(prog)
+
+
+def test_graph_variables_in_session():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(2.0)
+            x = tf.compat.v1.placeholder(tf.float32, [])
+            y = v * x
+            with tf.control_dependencies([y]):
+                update = v.assign_add(1.0)
+        with tf.compat.v1.Session(graph=g) as sess:
+            if hasattr(tf.compat.v1, "global_variables_initializer"):
+                sess.run(tf.compat.v1.global_variables_initializer())
+            first = sess.run([y, update], {x: 3.0})
+            second = sess.run(y, {x: 3.0})
+        return first, second
+    same(prog)
+
+
+def test_control_dependencies_order():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(1.0)
+            x = tf.compat.v1.placeholder(tf.float32, [])
+            a = v.assign(x)
+            with tf.control_dependencies([a]):
+                r = v.read_value() * 2.0
+        with tf.compat.v1.Session(graph=g) as sess:
+            if hasattr(tf.compat.v1, "global_variables_initializer"):
+                sess.run(tf.compat.v1.global_variables_initializer())
+            return sess.run(r, {x: 5.0})
+    same(prog)
+
+
+def test_runtime_error_in_session():
+    def build(tf):
+        x = tf.compat.v1.placeholder(tf.float32, [None])
+        i = tf.compat.v1.placeholder(tf.int32, [])
+        return x, i, tf.gather(x, i)
+    prog = _session_program(build, lambda t: {t[0]: [1.0, 2.0], t[1]: 7}, lambda t: t[2])
+    same(prog)
+
+
+def test_closed_session_raises():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [])
+            y = x + 1.0
+        sess = tf.compat.v1.Session(graph=g)
+        sess.close()
+        return sess.run(y, {x: 1.0})
+    same(prog)
+
+
+def test_fetch_operation_returns_none():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(1.0)
+            x = tf.compat.v1.placeholder(tf.float32, [])
+            op = v.assign_add(x).op
+        with tf.compat.v1.Session(graph=g) as sess:
+            if hasattr(tf.compat.v1, "global_variables_initializer"):
+                sess.run(tf.compat.v1.global_variables_initializer())
+            return sess.run([op], {x: 2.0}), sess.run(v.read_value())
+    same(prog)

@@ -1,0 +1,101 @@
+"""Spec rows for `tf.einsum` (contractions, traces, diagonals, `...` broadcasting) and `tf.tensordot`,
+and TF-differential tests of their parsing and errors.
+"""
+
+import numpy as np
+import pytest
+
+from differential import same
+from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
+
+
+def einsum(equation, *shapes, **kw):
+    """A row for `tf.einsum(equation, ...)` with NumPy's einsum as the reference."""
+    return OpSpec(f"einsum_{equation}", lambda tf, *xs: tf.einsum(equation, *xs),
+                  lambda *xs: np.einsum(equation, *xs), [tuple(shapes)], **kw)
+
+
+SPECS = [
+    einsum("ij,jk->ik", (2, 3), (3, 4)),
+    einsum("ij,jk", (2, 3), (3, 1)),
+    einsum("ii->i", (3, 3)),
+    einsum("ii", (3, 3)),
+    einsum("iij->ij", (2, 2, 3)),
+    einsum("iji->j", (2, 3, 2)),
+    einsum("ii,i->i", (3, 3), (3,)),
+    einsum("ij->", (2, 3)),
+    einsum("ij->ji", (2, 3)),
+    einsum("ji", (2, 3)),
+    einsum("i,j->ij", (3,), (2,)),
+    einsum("i,i", (3,), (3,)),
+    einsum("bij,bjk->bik", (2, 2, 3), (2, 3, 2)),
+    einsum("bij,bjk->bik", (0, 2, 3), (0, 3, 2)),
+    einsum("...ij,...jk->...ik", (2, 1, 2, 3), (4, 3, 2)),
+    einsum("...ij,jk", (2, 2, 3), (3, 2)),
+    einsum("ij...,jk...->ik...", (2, 3, 4), (3, 2, 1)),
+    einsum("i...->...", (2, 3, 1)),
+    einsum("...ii->...i", (2, 3, 3)),
+    einsum("ij,jk,kl->il", (2, 3), (3, 2), (2, 2)),
+    einsum(",->", (), ()),
+    einsum("i,->i", (3,), ()),
+    einsum("Ba", (2, 3)),
+    OpSpec("einsum_complex", lambda tf, a, b: tf.einsum("ij,jk->ik", a, b), lambda a, b: a @ b,
+           [((2, 3), (3, 2))], sampler=complex_of(any_real)),
+    OpSpec("tensordot_int", lambda tf, a, b: tf.tensordot(a, b, 1), lambda a, b: np.tensordot(a, b, 1),
+           [((2, 3), (3, 4)), ((3,), (3,))]),
+    OpSpec("tensordot_two", lambda tf, a, b: tf.tensordot(a, b, 2), lambda a, b: np.tensordot(a, b, 2),
+           [((2, 3, 4), (3, 4))]),
+    OpSpec("tensordot_outer", lambda tf, a, b: tf.tensordot(a, b, 0), lambda a, b: np.tensordot(a, b, 0),
+           [((2,), (3,)), ((), (2,))]),
+    OpSpec("tensordot_lists", lambda tf, a, b: tf.tensordot(a, b, [[0, 2], [2, 0]]),
+           lambda a, b: np.tensordot(a, b, [[0, 2], [2, 0]]), [((2, 3, 4), (4, 1, 2))]),
+    OpSpec("tensordot_pair", lambda tf, a, b: tf.tensordot(a, b, [-1, 0]), lambda a, b: np.tensordot(a, b, [-1, 0]),
+           [((2, 3), (3, 2))]),
+]
+
+for _spec in SPECS:   # a one-operand einsum is linear: square it to differentiate its rule again
+    _spec.square_outputs = True
+
+define_tests(SPECS, globals())
+define_graph_tests(SPECS, globals())
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("i->ii", [(3,)]), ("ij,jk->ik", [(3, 3), (4, 2)]), ("ij,jk->ik", [(3, 3)]), ("ij->k", [(3, 3)]),
+    ("ij", [(3,)]), ("ij->i->j", [(2, 3)]), ("i.j", [(2, 3)]), ("i1", [(2, 3)]), ("aa->", [(2, 3)]),
+    ("ij,ij->ij", [(3, 1), (1, 2)]), ("i...->i", [(2, 3, 4)]), ("...i,...i", [(2, 3), (2, 3)]),
+    ("...i,...i->...", [(2, 3), (3,)]), ("...ij,...jk->...ik", [(2, 2, 3), (4, 3, 2)]),
+    ("ab,...", [(2, 3), (5,)]), ("ab...,c", [(2, 3, 5), (5,)]), ("i...", [(2, 3, 5)]), ("...ii", [(2, 3, 3)]),
+    ("i j , j k -> i k", [(2, 3), (3, 2)]), ("IJ,JK->IK", [(2, 3), (3, 2)]), ("...", [(2, 3)]),
+])
+def test_einsum_parsing_like_tensorflow(equation, shapes):
+    same(lambda tf: tf.einsum(equation, *[tf.ones(s) for s in shapes]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda tf: tf.einsum("ij,jk->ik", tf.ones([2, 3]), tf.ones([3, 2], tf.float64)),
+    lambda tf: tf.einsum("ij,jk->ik", tf.ones([3, 3], tf.int32), tf.ones([3, 2], tf.int32)),
+    lambda tf: tf.einsum("ij", tf.constant([[1, 2]], tf.int64)),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), 3),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), -1),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), [[1]]),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), [[1], [0, 1]]),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), [[0], [1]]),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2], tf.float64), 1),
+    lambda tf: tf.tensordot(tf.ones([2, 3]), tf.ones([3, 2]), tf.constant([[1], [0]])),
+    lambda tf: tf.tensordot([[1.0, 2.0]], [3.0, 4.0], [[1], [0]]),
+])
+def test_einsum_and_tensordot_calls_like_tensorflow(call):
+    same(call)
+
+
+def test_einsum_gradients_like_tensorflow():
+    def program(tf):
+        a = tf.constant(np.arange(4.0).reshape(2, 1, 2) / 3.0)
+        b = tf.constant(np.arange(12.0).reshape(3, 2, 2) / 5.0)
+        c = tf.constant([[1.0, 2.0], [3.0, 4.0]], tf.float64)
+        with tf.GradientTape() as tape:
+            tape.watch([a, b, c])
+            y = tf.einsum("...ij,...jk->...ik", a, b) * 2.0 + tf.einsum("ii", c) + tf.einsum("ij,ij->i", c, c)[0]
+        return tape.gradient(y, [a, b, c])
+    same(program)

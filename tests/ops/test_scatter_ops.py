@@ -1,0 +1,200 @@
+"""Spec rows for gather, gather_nd, scatter_nd, tensor_scatter_nd_* and boolean_mask, and
+TF-differential tests of their errors and of the IndexedSlices gradients TensorFlow returns.
+"""
+
+import numpy as np
+import pytest
+
+from differential import same
+from op_harness import OpSpec, define_graph_tests, define_tests
+
+SQ = {"square_outputs": True}
+
+
+def const(*arrays):
+    """An `extra` giving fixed non-differentiable inputs (indices, masks)."""
+    return lambda rng, shapes: [np.asarray(a) for a in arrays]
+
+
+def _batch_take(p, i, axis):
+    """NumPy reference of gather with batch_dims=1."""
+    return np.stack([np.take(p[b], i[b], axis=axis - 1) for b in range(p.shape[0])])
+
+
+def _scatter(shape, idx, upd, combine=np.add.at, base=None):
+    out = np.zeros(shape) if base is None else np.array(base, dtype=np.float64)
+    combine(out, tuple(np.moveaxis(np.asarray(idx), -1, 0)), upd)
+    return out
+
+
+def _set_at(out, rows, upd):
+    out[rows] = upd
+
+
+SPECS = [
+    # -- gather
+    OpSpec("gather_axis0", lambda tf, p, i: tf.gather(p, i), lambda p, i: p[i], [((3, 2),), ((3,),)],
+           extra=const([[2, 0], [2, 2]]), **SQ),
+    OpSpec("gather_scalar_index", lambda tf, p, i: tf.gather(p, i), lambda p, i: p[i], [((3, 2),)],
+           extra=const(1), **SQ),
+    OpSpec("gather_axis1", lambda tf, p, i: tf.gather(p, i, axis=1), lambda p, i: np.take(p, i, axis=1),
+           [((2, 3, 2),), ((2, 3),)], extra=const([[0, 2], [1, 1]]), **SQ),
+    OpSpec("gather_empty", lambda tf, p, i: tf.gather(p, i, axis=-1), lambda p, i: np.take(p, i, axis=-1),
+           [((2, 3),)], extra=const(np.zeros(0, np.int32)), **SQ),
+    OpSpec("gather_from_empty", lambda tf, p, i: tf.gather(p, i, axis=-1), lambda p, i: np.take(p, i, axis=-1),
+           [((0, 3),)], extra=const([2, 0]), **SQ),
+    OpSpec("gather_batch_dims", lambda tf, p, i: tf.gather(p, i, axis=1, batch_dims=1),
+           lambda p, i: _batch_take(p, i, 1), [((3, 4),), ((3, 4, 2),)],
+           extra=const([[0, 3], [2, 2], [1, 0]]), **SQ),
+    OpSpec("gather_batch_dims_inner_axis", lambda tf, p, i: tf.gather(p, i, axis=2, batch_dims=-1),
+           lambda p, i: _batch_take(p, i, 2), [((2, 3, 4),)], extra=const([[1, 3, 3], [0, 0, 2]]), **SQ),
+    # -- gather_nd
+    OpSpec("gather_nd_elements", lambda tf, p, i: tf.gather_nd(p, i), lambda p, i: p[tuple(np.moveaxis(i, -1, 0))],
+           [((3, 4),), ((3, 4, 2),)], extra=const([[0, 1], [2, 3], [0, 1]]), **SQ),
+    OpSpec("gather_nd_rows", lambda tf, p, i: tf.gather_nd(p, i), lambda p, i: p[i[:, 0]], [((3, 2),)],
+           extra=const([[2], [0], [2]]), **SQ),
+    OpSpec("gather_nd_3d_indices", lambda tf, p, i: tf.gather_nd(p, i), lambda p, i: p[tuple(np.moveaxis(i, -1, 0))],
+           [((3, 2),)], extra=const([[[1], [0]], [[2], [2]]]), **SQ),
+    OpSpec("gather_nd_whole", lambda tf, p, i: tf.gather_nd(p, i), lambda p, i: np.stack([p, p]),
+           [((2, 2),)], extra=const(np.zeros((2, 0), np.int32)), dtypes=(), **SQ),   # TF cannot differentiate it
+    OpSpec("gather_nd_batch_dims", lambda tf, p, i: tf.gather_nd(p, i, batch_dims=1),
+           lambda p, i: np.stack([p[b][tuple(np.moveaxis(i[b], -1, 0))] for b in range(2)]), [((2, 3, 4),)],
+           extra=const([[[0, 1], [2, 3]], [[1, 1], [0, 0]]]), **SQ),
+    # -- scatters
+    OpSpec("scatter_nd", lambda tf, u, i: tf.scatter_nd(i, u, [5, 2]), lambda u, i: _scatter((5, 2), i, u),
+           [((3, 2),)], extra=const([[1], [4], [1]]), **SQ),
+    OpSpec("scatter_nd_elements", lambda tf, u, i: tf.scatter_nd(i, u, [2, 3]), lambda u, i: _scatter((2, 3), i, u),
+           [((2,),)], extra=const([[0, 2], [1, 1]]), **SQ),
+    OpSpec("tensor_scatter_nd_update", lambda tf, t, u, i: tf.tensor_scatter_nd_update(t, i, u),
+           lambda t, u, i: _scatter(t.shape, i, u, _set_at, t), [((3, 2), (2, 2)), ((0, 2), (0, 2))],
+           extra=lambda rng, shapes: [np.asarray([[2], [0]] if shapes[0][0] else np.zeros((0, 1), np.int32))],
+           **SQ),
+    OpSpec("tensor_scatter_nd_add", lambda tf, t, u, i: tf.tensor_scatter_nd_add(t, i, u),
+           lambda t, u, i: _scatter(t.shape, i, u, base=t), [((3, 2), (3,))], extra=const([[2, 1], [0, 0], [2, 1]]),
+           **SQ),
+    OpSpec("tensor_scatter_nd_sub", lambda tf, t, u, i: tf.tensor_scatter_nd_sub(t, i, u),
+           lambda t, u, i: _scatter(t.shape, i, -u, base=t), [((4,), (2,))], extra=const([[3], [3]]), **SQ),
+    # -- boolean_mask
+    OpSpec("boolean_mask", lambda tf, x, m: tf.boolean_mask(x, m), lambda x, m: x[m], [((3, 2),), ((3,),)],
+           extra=const([True, False, True]), **SQ),
+    OpSpec("boolean_mask_2d", lambda tf, x, m: tf.boolean_mask(x, m), lambda x, m: x[m], [((2, 2),)],
+           extra=const([[True, False], [True, True]]), **SQ),
+    OpSpec("boolean_mask_axis", lambda tf, x, m: tf.boolean_mask(x, m, axis=1), lambda x, m: x[:, m],
+           [((2, 4),)], extra=const([False, True, True, False]), **SQ),
+    OpSpec("getitem_bool_mask", lambda tf, x, m: x[m], lambda x, m: x[m], [((4,),)],
+           extra=const(np.array([True, False, False, True])), **SQ),
+]
+
+define_tests(SPECS, globals())
+define_graph_tests(SPECS, globals())
+
+
+P = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("call", [
+    lambda tf, p: tf.gather(p, [3]), lambda tf, p: tf.gather(p, [-1]), lambda tf, p: tf.gather(p, [4], axis=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 7]], axis=1), lambda tf, p: tf.gather(p, [0], axis=2),
+    lambda tf, p: tf.gather(p, [0.0]), lambda tf, p: tf.gather(p, 1), lambda tf, p: tf.gather(p, 5),
+    lambda tf, p: tf.gather(p, tf.constant([[0, 1], [2, 7]], tf.int16), axis=1),
+    lambda tf, p: tf.gather(p, [0], axis=tf.constant(1)), lambda tf, p: tf.gather(p, [2, 0], axis=-1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 0], [1, 1]], axis=1, batch_dims=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 0], [1, 1]], batch_dims=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 0]], axis=1, batch_dims=1),
+    lambda tf, p: tf.gather(p, [0, 1, 2], batch_dims=2),
+    lambda tf, p: tf.gather(tf.reshape(tf.range(24.0), [2, 3, 4]), [[0, 1], [2, 0]], axis=1, batch_dims=2),
+    lambda tf, p: tf.gather(tf.reshape(tf.range(24.0), [2, 3, 4]), [[0, 1], [2, 0]], axis=1, batch_dims=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 0], [1, 1]], axis=0, batch_dims=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [2, 4], [1, 1]], axis=1, batch_dims=1),
+    lambda tf, p: tf.gather_nd(p, [[0, 1], [2, 3]]), lambda tf, p: tf.gather_nd(p, [[3, 1]]),
+    lambda tf, p: tf.gather_nd(p, [[0, -1]]), lambda tf, p: tf.gather_nd(p, [[0, 1, 1]]),
+    lambda tf, p: tf.gather_nd(p, [[[0, 1], [2, 7]]]), lambda tf, p: tf.gather_nd(p, tf.zeros([0, 2], tf.int32)),
+    lambda tf, p: tf.gather_nd(p, tf.zeros([2, 0], tf.int32)), lambda tf, p: tf.gather_nd(p, 1),
+    lambda tf, p: tf.gather_nd(p, [1, 2]), lambda tf, p: tf.gather_nd(p, [[1], [0], [3]], batch_dims=1),
+    lambda tf, p: tf.gather_nd(p, [0.0]),
+    lambda tf, p: tf.scatter_nd([[1], [3]], [1.0, 2.0], [5]), lambda tf, p: tf.scatter_nd([[1], [5]], [1.0, 2.0], [5]),
+    lambda tf, p: tf.scatter_nd([[1], [-1]], [1.0, 2.0], [5]), lambda tf, p: tf.scatter_nd([[1]], [[1.0, 2.0]], [3, 3]),
+    lambda tf, p: tf.scatter_nd([[1]], [[1.0, 2.0]], tf.constant([3, 2], tf.int64)),
+    lambda tf, p: tf.scatter_nd([[1]], [1, 2], [3, 2]),
+    lambda tf, p: tf.scatter_nd([[[1]], [[5]]], [[1.0], [2.0]], [5]),
+    lambda tf, p: tf.scatter_nd([[1], [1]], tf.constant([1, 2], tf.int64), [3]),
+    lambda tf, p: tf.tensor_scatter_nd_update(p, [[0, 0], [0, 0]], [-1.0, -2.0]),
+    lambda tf, p: tf.tensor_scatter_nd_update(p, [[0], [2]], [[-1.0] * 4, [-2.0] * 4]),
+    lambda tf, p: tf.tensor_scatter_nd_update(p, [[5, 0]], [-1.0]),
+    lambda tf, p: tf.tensor_scatter_nd_update(p, [[0, 0]], [-1.0, -2.0]),
+    lambda tf, p: tf.tensor_scatter_nd_update(p, [[0, 0]], [1]),
+    lambda tf, p: tf.tensor_scatter_nd_add(p, [[0, 0], [0, 0]], [-1.0, -2.0]),
+    lambda tf, p: tf.tensor_scatter_nd_add(p, [[5, 0]], [-1.0]),
+    lambda tf, p: tf.tensor_scatter_nd_sub(p, [[0, 0], [0, 0]], [-1.0, -2.0]),
+    lambda tf, p: tf.tensor_scatter_nd_update(tf.range(4), [[1]], [7]),
+    lambda tf, p: tf.boolean_mask(p, [True, False]), lambda tf, p: tf.boolean_mask(p, [[True, False, True, False]] * 3),
+    lambda tf, p: tf.boolean_mask(p, [1, 0, 1]), lambda tf, p: tf.boolean_mask(p, [True, False, True], axis=-2),
+    lambda tf, p: tf.boolean_mask(p, [True, False, True], axis=2), lambda tf, p: tf.boolean_mask(p, True),
+])
+def test_gathers_and_scatters_like_tensorflow(call):
+    same(lambda tf: call(tf, tf.constant(P)))
+
+
+def _gradient_program(make_source, f):
+    def program(tf):
+        src = make_source(tf)
+        with tf.GradientTape() as tape:
+            if not isinstance(src, tf.Variable):
+                tape.watch(src)
+            y = f(tf, src)
+        return tape.gradient(y, src)
+    return program
+
+
+@pytest.mark.parametrize("f", [
+    lambda tf, p: tf.gather(p, [[1, 0, 1]]),
+    lambda tf, p: tf.gather(p, tf.constant([1, 0], tf.int64)),
+    lambda tf, p: tf.gather(p, 1),
+    lambda tf, p: tf.gather(p, [1], axis=1),
+    lambda tf, p: tf.gather(p, [[0, 1], [1, 1]], axis=1, batch_dims=1),
+    lambda tf, p: tf.gather_nd(p, [[1]]),
+    lambda tf, p: tf.gather_nd(p, tf.constant([[1], [1]], tf.int64)),
+    lambda tf, p: tf.gather_nd(p, [[[1]]]),
+    lambda tf, p: tf.gather_nd(p, [[1, 2]]),
+    lambda tf, p: tf.reshape(tf.gather(p, [1]), [3]) * 2.0,
+    lambda tf, p: tf.gather(tf.identity(p), [1]),
+    lambda tf, p: tf.boolean_mask(p, [True, False]),
+    lambda tf, p: tf.gather(tf.gather(p, [1, 0]), [0, 0]),
+], ids=lambda f: "")
+@pytest.mark.parametrize("source", ["tensor", "variable"])
+def test_gradient_types_like_tensorflow(f, source):
+    """Which gathers give IndexedSlices (values, indices, dense_shape and their dtypes) and which dense tensors."""
+    value = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    make = (lambda tf: tf.constant(value)) if source == "tensor" else (lambda tf: tf.Variable(value))
+    same(_gradient_program(make, f))
+
+
+def test_tensor_scatter_gradients_like_tensorflow():
+    def program(tf):
+        t, u = tf.constant([1.0, 2.0, 3.0]), tf.constant([5.0, 6.0])
+        grads = []
+        for f in (tf.tensor_scatter_nd_update, tf.tensor_scatter_nd_add, tf.tensor_scatter_nd_sub):
+            with tf.GradientTape() as tape:
+                tape.watch([t, u])
+                y = f(t, [[0], [0]], u) * tf.constant([1.0, 2.0, 3.0])
+            grads.append(tape.gradient(y, [t, u]))
+        with tf.GradientTape() as tape:
+            tape.watch(u)
+            y = tf.scatter_nd([[0], [0]], u, [3])
+        grads.append(tape.gradient(y, u))
+        return grads
+    same(program)
+
+
+def test_indexed_slices_gradient_feeds_second_order():
+    def program(tf):
+        p = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        with tf.GradientTape() as outer:
+            outer.watch(p)
+            with tf.GradientTape() as inner:
+                inner.watch(p)
+                y = tf.reduce_sum(tf.gather(p, [2, 0, 2]) ** 3)
+            g = inner.gradient(y, p)
+            z = tf.reduce_sum(tf.convert_to_tensor(g) ** 2)
+        return g, outer.gradient(z, p)
+    same(program)
