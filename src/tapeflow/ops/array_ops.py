@@ -154,7 +154,11 @@ _reshape.shape_fn = _reshape_shape
 
 @_reshape.def_grad
 def _reshape_grad(op, dy):
-    return reshape(dy, op.inputs[0]._value.shape)       # reshape back
+    x = op.inputs[0]                                    # reshape back
+    if None in x._value.shape:                          # unknown until the graph runs
+        from tapeflow.ops.grad_util import reshape_like
+        return reshape_like(dy, x)
+    return reshape(dy, x._value.shape)
 
 
 def reshape(tensor, shape, name=None):
