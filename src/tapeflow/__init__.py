@@ -1,5 +1,7 @@
 """tapeflow: TensorFlow's automatic differentiation on NumPy. Use as `import tapeflow as tf`."""
 
+import warnings as _warnings
+
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import executing_eagerly
 from tapeflow.framework.dtypes import (
@@ -33,3 +35,7 @@ from tapeflow.graph.scopes import control_dependencies, name_scope
 from tapeflow import compat, errors, linalg, math, nest, nn, random, test  # noqa: E402
 
 __version__ = "0.1.0"
+
+# Like TensorFlow's kernels, ours are silent about floating-point exceptions
+# (log(0) = -inf, 1/0 = inf): NumPy's RuntimeWarnings from our modules are hidden.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"tapeflow(\..*)?$")

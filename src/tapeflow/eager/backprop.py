@@ -212,12 +212,13 @@ class GradientTape:
 
     def _compute(self, flat_targets, flat_sources, output_gradients):
         """One backprop over the tape; leaves the tape consumed if it is one-shot."""
-        target_ids, target_specs = [], []
+        target_ids, target_specs, targets = [], [], []
         for t in flat_targets:
             if isinstance(t, IndexedSlices):
                 t = convert_to_tensor(t)
             if not isinstance(t, (Tensor, Variable)):
                 t = convert_to_tensor(t)
+            targets.append(t)
             target_ids.append(t._id)
             target_specs.append((t._value.shape, t._value.dtype))
         source_keys = []
@@ -234,6 +235,12 @@ class GradientTape:
             if len(out_grads) != len(target_ids):
                 raise ValueError(f"output_gradients has {len(out_grads)} entries; target has "
                                  f"{len(target_ids)} tensors. Pass one gradient (or None) per target.")
+        for i, (shape, _) in enumerate(target_specs):
+            if None in shape:     # a graph target of unknown shape: seed with ones made when the graph runs
+                from tapeflow.ops import math_ops
+                out_grads = out_grads or [None] * len(target_ids)
+                if out_grads[i] is None:
+                    out_grads[i] = math_ops.ones_like(convert_to_tensor(targets[i]))
         source_ids = [k[0] for k in source_keys]
         grads = self._tape.compute_gradient(target_ids, target_specs, source_ids, source_keys, out_grads, _vspace)
         for i, (g, s) in enumerate(zip(grads, flat_sources, strict=True)):

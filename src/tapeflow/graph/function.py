@@ -67,7 +67,14 @@ class FuncGraph(Graph):
             self._own(var)              # caller orders it with the other reads and writes of var
         return super()._create_op(op_def, inputs, attrs, metas, name)
 
+    _copies = None     # backward functions: forward tensor id -> its copy here
+
     def capture(self, t):
+        # A gradient function's closure (custom_gradient's grad_fn) may hold tensors of
+        # the forward graph; in a backward function, which runs a copy of that graph,
+        # they stand for their copies (capturing them would feed their static Meta).
+        if self._copies is not None and t._id in self._copies:
+            return self._copies[t._id]
         placeholder = self._capture_of.get(t._id)
         if placeholder is None:
             placeholder = self._new_placeholder(t._value.shape, t._value.dtype, "capture")
@@ -197,7 +204,8 @@ def _trace_backward(forward):
         new_inputs = [graph._new_placeholder(t._value.shape, t._value.dtype, "input") for t in inputs]
         new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
         graph.inputs = new_inputs + new_dys
-        new_outputs = inline(forward, new_inputs)
+        graph._copies = {}
+        new_outputs = inline(forward, new_inputs, graph._copies)
         new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
         xs = new_inputs + list(forward.graph.variables)
         grads = gradients(new_trainable, xs, grad_ys=new_dys) if new_trainable else [None] * len(xs)
@@ -209,10 +217,12 @@ def _trace_backward(forward):
     return backward
 
 
-def inline(function, inputs):
-    """Copies `function`'s graph into the default graph with its inputs bound to `inputs`."""
+def inline(function, inputs, mapping=None):
+    """Copies `function`'s graph into the default graph with its inputs bound to `inputs`
+    (`mapping`, when given, is filled with original tensor id -> copy)."""
     graph = state.graphs[-1]
-    mapping = {p._id: t for p, t in zip(function.inputs, inputs)}
+    mapping = {} if mapping is None else mapping
+    mapping.update((p._id, t) for p, t in zip(function.inputs, inputs))
     for fop in function.graph._ops:
         if fop.op_def is _placeholder:
             continue
