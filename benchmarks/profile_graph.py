@@ -12,12 +12,17 @@ Runs the tapeflow tf.function workloads of `bench_graph.py` (from
 
 1. the compiled plan: ops in the traced graph, steps left after constant
    folding and CSE, steps by op type;
-2. a breakdown of one call, its parts timed in interleaved rounds (medians):
-   the whole call; `Plan.run` alone (so call minus run is the tf.function
-   dispatch: argument flattening, cache lookup, the PartitionedCall op,
-   wrapping the outputs); and every kernel alone, on the arguments the plan
-   gives it (so run minus kernels is the plan's own overhead), summed by op
-   type; for the MLP also the slowest steps and the NumPy floor's step;
+2. a breakdown of one call, its parts timed in interleaved rounds (median
+   and best round): the whole call; `Plan.run` alone (so call minus run is
+   the tf.function dispatch: argument flattening, cache lookup, the
+   PartitionedCall op, wrapping the outputs); and every kernel alone, on the
+   arguments the plan gives it, less the cost of calling a no-op the same
+   way (so "kernels" is NumPy's own work and run minus kernels is the
+   plan's Python overhead: the generated line, the kernel's Python wrapper,
+   slot stores and deletes), summed by op type; for the MLP also the
+   slowest steps and the NumPy floor's step in the same rounds (there, run
+   minus kernels also holds cache effects: a kernel timed alone runs on
+   warm inputs);
 3. cProfile's top entries (by own and cumulative time);
 4. pyinstrument's sampled call tree, when pyinstrument is installed.
 """
@@ -73,13 +78,18 @@ def _per_call(fn, iterations):
     return (time.perf_counter() - start) / iterations
 
 
+def _noop(*args, **kwargs):
+    pass
+
+
 def kernel_times(plan, feeds, variables, repeats):
     """Seconds each plan step's kernel takes on its own: [(op, seconds)], in plan order.
 
     One pass through a copy of `Plan.run`'s loop (it reads the plan's internal
     step layout) collects every kernel's arguments; then each kernel is timed
     alone over `repeats` back-to-back calls on those arguments, so the timer
-    itself costs nothing per call. The variables' values are restored after
+    itself costs nothing per call, minus the same loop calling a no-op (so
+    what remains is the kernel's own time). The variables' values are restored after
     (the update kernels run `repeats` extra times).
     """
     saved = [(v, v._value.copy()) for v in variables]
@@ -103,26 +113,31 @@ def kernel_times(plan, feeds, variables, repeats):
     for op, kernel, args, attrs in calls:
         start = perf()
         for _ in range(repeats):
+            _noop(*args, **attrs)
+        harness = perf() - start     # the timing loop's own cost: looping, argument unpacking, a call
+        start = perf()
+        for _ in range(repeats):
             kernel(*args, **attrs)
-        times.append((op, (perf() - start) / repeats))
+        times.append((op, max(perf() - start - harness, 0.0) / repeats))
     for v, value in saved:
         v._value = value
     return times
 
 
-def breakdown(step, plan, feeds, variables, args, per_call, unit, floor=None, top_steps=12):
-    """Times the call, `Plan.run` and the kernels in interleaved rounds; prints medians.
+def breakdown(step, plan, feeds, variables, per_call, unit, floor=None, top_steps=12):
+    """Times the call, `Plan.run` and the kernels in interleaved rounds; prints median and best round.
 
     Each round times a block of `block` calls of each part after a short idle
     pause (see bench_eager's Note [thread settling]); with `floor` (the NumPy
     MLP step) it is timed in the same rounds for reference.
     """
-    block, rounds = (50, 15) if per_call > 1 else (3, 9)
-    settle = 0.05 if per_call > 1 else 0.3
+    # small calls: many short blocks, so that some rounds escape other processes' time slices
+    block, rounds, repeats = (5, 60, 20) if per_call > 1 else (3, 15, 5)
+    settle = 0.01 if per_call > 1 else 0.3
     parts = {"call": step, "run": lambda: plan.run(feeds)}
     if floor is not None:
         parts["floor"] = floor
-    samples = {name: [] for name in (*parts, "kernels")}
+    samples = {name: [] for name in parts}
     per_step = collections.defaultdict(list)
     try:
         for _ in range(rounds):
@@ -131,15 +146,16 @@ def breakdown(step, plan, feeds, variables, args, per_call, unit, floor=None, to
                 fn()
                 samples[name].append(_per_call(fn, block))
             time.sleep(settle)
-            timed = kernel_times(plan, feeds, variables, repeats=block)
-            samples["kernels"].append(sum(seconds for _, seconds in timed))
+            timed = kernel_times(plan, feeds, variables, repeats=repeats)
             for n, (op, seconds) in enumerate(timed):
                 per_step[n].append(seconds)
     except (ValueError, TypeError) as e:     # the plan's internal layout changed
         print(f"(per-kernel timing unavailable: {type(e).__name__}: {e})")
         return
     med = {name: statistics.median(v) for name, v in samples.items()}
-    call, run, kernels = med["call"], med["run"], med["kernels"]
+    best = {name: min(v) for name, v in samples.items()}
+    med["kernels"] = sum(statistics.median(v) for v in per_step.values())   # robust to a preempted step
+    best["kernels"] = sum(min(v) for v in per_step.values())
     steps = [(s[-1], statistics.median(per_step[n])) for n, s in enumerate(plan._steps)]
     totals, counts = collections.Counter(), collections.Counter()
     for op, seconds in steps:
@@ -147,20 +163,26 @@ def breakdown(step, plan, feeds, variables, args, per_call, unit, floor=None, to
         counts[op.type] += 1
     n_steps = len(plan._steps)
     scale, u = (1e6, "us") if per_call > 1 else (1e3, "ms")
-    print(f"\none call: medians over {rounds} interleaved rounds of {block} calls ({n_steps} plan steps; "
-          "kernels timed one by one on the plan's own arguments):")
-    rows = [("whole tf.function call", call),
-            ("  dispatch (call - Plan.run)", call - run),
-            ("  Plan.run", run),
-            ("    plan loop overhead (run - kernels)", run - kernels),
-            ("    kernels", kernels)]
-    if floor is not None:
-        rows.append(("NumPy floor step (same rounds)", med["floor"]))
-    for label, seconds in rows:
-        extra = f"   {seconds / per_call * 1e6:.3f} us/{unit}" if per_call > 1 else ""
-        print(f"  {label:<40} {seconds * scale:10.3f} {u}  {seconds / call * 100:5.1f}%{extra}")
-    print(f"  per plan step: loop overhead {(run - kernels) / n_steps * 1e9:.0f} ns, "
-          f"kernel {kernels / n_steps * 1e9:.0f} ns on average")
+    print(f"\none call: {rounds} interleaved rounds of {block} calls ({n_steps} plan steps; kernels timed "
+          "one by one on the plan's own arguments, summed); median | best round (less load noise):")
+
+    def parts_of(m):
+        rows = [("whole tf.function call", m["call"]),
+                ("  dispatch (call - Plan.run)", m["call"] - m["run"]),
+                ("  Plan.run", m["run"]),
+                ("    plan overhead (run - kernels)" if per_call > 1 else "    run - kernels (overhead, caches)",
+                 m["run"] - m["kernels"]),
+                ("    kernels", m["kernels"])]
+        if floor is not None:
+            rows.append(("NumPy floor step (same rounds)", m["floor"]))
+        return rows
+
+    for (label, seconds), (_, b) in zip(parts_of(med), parts_of(best)):
+        extra = f"   {seconds / per_call * 1e6:7.3f} | {b / per_call * 1e6:7.3f} us/{unit}" if per_call > 1 else ""
+        print(f"  {label:<36} {seconds * scale:9.3f} | {b * scale:9.3f} {u}  "
+              f"{seconds / med['call'] * 100:5.1f}% | {b / best['call'] * 100:5.1f}%{extra}")
+    print(f"  per plan step (best round): plan overhead {(best['run'] - best['kernels']) / n_steps * 1e9:.0f} ns, "
+          f"kernel {best['kernels'] / n_steps * 1e9:.0f} ns on average")
     print("\nkernel time by op type (per call, sum of per-step medians):")
     for op_type, seconds in totals.most_common():
         n = counts[op_type]
@@ -200,7 +222,7 @@ def main(argv=None):
     describe_plan(concrete, plan)
     profile_eager.plain_timing(step, iterations, per_call, unit)
     floor = workloads.numpy_mlp(workloads.mlp_data())[0] if args.workload == "mlp" else None
-    breakdown(step, plan, feeds, concrete.variables, args, per_call, unit, floor)
+    breakdown(step, plan, feeds, concrete.variables, per_call, unit, floor)
     profile_eager.with_cprofile(step, iterations, args.top, args.sort or ["tottime", "cumulative"])
     if not args.no_pyinstrument:
         profile_eager.with_pyinstrument(step, iterations)

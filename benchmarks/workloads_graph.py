@@ -104,6 +104,44 @@ def tensorflow_function_mlp(data):
     return None if tf is None else _mlp_function(tf, data)
 
 
+# -- hand-written NumPy (the floor) -------------------------------------------------
+def numpy_small_ops(n_ops):
+    """The chain and its gradient by hand: one NumPy call per forward op and per derivative factor."""
+    import numpy as np
+    x = small_op_input()
+    half, quarter = np.float32(0.5), np.float32(0.25)
+    kinds = [workloads.PATTERN[i % len(workloads.PATTERN)] for i in range(n_ops)]
+
+    def step():
+        saved = []                  # sin: its input; tanh, exp: their outputs
+        v = x
+        for kind in kinds:
+            if kind == "sin":
+                saved.append(v)
+                v = np.sin(v)
+            elif kind == "mul":
+                v = v * half
+            elif kind == "add":
+                v = v + quarter
+            else:
+                v = np.tanh(v) if kind == "tanh" else np.exp(v)
+                saved.append(v)
+        g = np.ones_like(v)         # d sum / d v
+        for kind in reversed(kinds):
+            if kind == "sin":
+                g = g * np.cos(saved.pop())
+            elif kind == "mul":
+                g = g * half
+            elif kind == "tanh":
+                y = saved.pop()
+                g = g * (1 - y * y)
+            elif kind == "exp":
+                g = g * saved.pop()
+        return g
+
+    return step, step
+
+
 # -- PyTorch -------------------------------------------------------------------------
 def torch_compile_mlp(data):
     """`torch.compile` (inductor) on the loss; gradients and the update as in the eager step.
@@ -150,6 +188,7 @@ SMALL_OPS = {
     "TensorFlow tf.function": tensorflow_function_small_ops,
     "tapeflow eager": workloads.tapeflow_small_ops,
     "TensorFlow eager": workloads.tensorflow_small_ops,
+    "NumPy by hand": numpy_small_ops,
 }
 
 MLP = {

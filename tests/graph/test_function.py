@@ -438,3 +438,76 @@ def test_runtime_error_in_function():
             return tf.gather(x, i)
         return f(tf.constant([1.0, 2.0]), tf.constant(5))
     same(prog)
+
+
+def test_numpy_arguments_trace_by_shape_and_dtype():
+    def prog(tf):
+        @tf.function
+        def f(x):
+            return x * 2
+        outs = [f(np.array([1.0, 2.0])), f(np.array([3.0, 4.0])), f(np.array([1, 2], np.int32)),
+                f(np.ones((2, 2), np.float32))]
+        return outs, f.experimental_get_tracing_count()
+    same(prog)
+
+
+def test_control_dependencies_and_name_scope_in_function():
+    def prog(tf):
+        v = tf.Variable(1.0)
+
+        @tf.function
+        def f(x):
+            with tf.name_scope("block") as scope:
+                a = v.assign_add(x)
+                with tf.control_dependencies([a]):
+                    y = tf.identity(x) * 2.0
+                scopes.append(scope)
+            return y, v.read_value()
+        scopes = []
+        return f(tf.constant(3.0)), v, scopes
+    assert same(prog)[2] == ["block/"]
+
+
+def test_indexed_slices_returned_from_function():
+    def prog(tf):
+        params = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+
+        @tf.function
+        def f(p):
+            with tf.GradientTape() as t:
+                t.watch(p)
+                y = tf.reduce_sum(tf.gather(p, [2, 0]) ** 2)
+            return {"grad": t.gradient(y, p), "y": y}
+        return f(params)
+    out = same(prog)
+    assert isinstance(out["grad"], tapeflow.IndexedSlices)
+
+
+@pytest.mark.xfail(strict=True, reason="variables made inside a tf.function need eager initial values in tapeflow; "
+                   "TF lifts a graph-computed initializer out of the function")
+def test_lazily_created_variable_with_graph_initial_value():
+    def prog(tf):
+        class Scale:
+            def __init__(self):
+                self.v = None
+
+            @tf.function
+            def __call__(self, x):
+                if self.v is None:
+                    self.v = tf.Variable(tf.ones_like(x) * 2.0)
+                return self.v * x
+        m = Scale()
+        return m(tf.constant([1.0, 2.0])), m(tf.constant([3.0, 4.0])), m.v
+    same(prog)
+
+
+@pytest.mark.xfail(strict=True, reason="TF raises ValueError when a tf.function creates variables on every "
+                   "trace (non-singleton variables); tapeflow makes a new variable each trace")
+def test_variable_created_on_every_call_raises():
+    def prog(tf):
+        @tf.function
+        def f(x):
+            v = tf.Variable(1.0)
+            return v * x
+        return f(tf.constant(1.0))
+    same(prog)

@@ -230,3 +230,32 @@ def test_function_with_input_signature_under_tape(shape):
             y = f(x)
         return y, t.gradient(y, x)
     same(prog)
+
+
+def test_tape_through_function_with_gather():
+    def prog(tf):
+        @tf.function
+        def f(p):
+            return tf.reduce_sum(tf.gather(p, [1, 1]) * 2.0)
+        p = tf.constant([1.0, 2.0, 3.0, 4.0])
+        with tf.GradientTape() as t:
+            t.watch(p)
+            y = f(p)
+        return tf.convert_to_tensor(t.gradient(y, p))
+    same(prog)
+
+
+@pytest.mark.xfail(strict=True, reason="the call op's backward function densifies IndexedSlices "
+                   "(function._trace_backward); TensorFlow returns them as IndexedSlices")
+def test_tape_through_function_gather_structure():
+    """TF keeps an IndexedSlices through the call's backward function; tapeflow densifies it."""
+    def prog(tf):
+        @tf.function
+        def f(p):
+            return tf.reduce_sum(tf.gather(p, [1, 1]) * 2.0)
+        p = tf.constant([1.0, 2.0, 3.0, 4.0])
+        with tf.GradientTape() as t:
+            t.watch(p)
+            y = f(p)
+        return t.gradient(y, p)
+    same(prog)

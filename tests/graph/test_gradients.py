@@ -566,3 +566,53 @@ def test_tape_gradient_of_function_using_tf_gradients():
             g = grad_fn(x)
         return g, t.gradient(g, x)
     same(prog)
+
+
+# -- gradient rules on tensors of unknown dimensions (input_signature with None) ----------------------------
+
+_UNKNOWN_DIM_PROGRAMS = {
+    "broadcast_add_mul": lambda tf, x, b: (x + b) * (x - 2.0 * b),
+    "matmul": lambda tf, x, b: tf.matmul(x, tf.reshape(b, [3, 1]) * tf.ones([3, 2])),
+    "reduce_sum_mean": lambda tf, x, b: tf.reduce_sum(x, axis=0) * b + tf.reduce_mean(x * x),
+    "reduce_max": lambda tf, x, b: tf.reduce_max(x * b, axis=1),
+    "softmax_logsumexp": lambda tf, x, b: tf.nn.softmax(x + b) + tf.reduce_logsumexp(x, axis=1, keepdims=True),
+    "reshape_transpose": lambda tf, x, b: tf.transpose(tf.reshape(x * b, [-1, 1, 3]), [2, 1, 0]),
+    "concat_stack": lambda tf, x, b: tf.concat([x, x * b], axis=1) + tf.reduce_sum(tf.stack([x, x]), 0)[:, :1],
+    "slicing": lambda tf, x, b: x[:, 1:] * b[1:] + x[::-1, :2],
+    "expand_tile": lambda tf, x, b: tf.tile(tf.expand_dims(x * b, 0), [2, 1, 1]),
+    "gather": lambda tf, x, b: tf.gather(x, [0, 0, 1]) * b,
+    "where_maximum": lambda tf, x, b: tf.where(x > 0.0, x * b, tf.maximum(x, b)),
+    "square_diff": lambda tf, x, b: tf.math.squared_difference(x, b) + tf.abs(x) * tf.sqrt(b * b + 1.0),
+    "cumsum": lambda tf, x, b: tf.cumsum(x * b, axis=0),
+    "broadcast_to": lambda tf, x, b: x + tf.broadcast_to(b, [2, 3]),
+    "squeeze_expand": lambda tf, x, b: tf.squeeze(tf.expand_dims(x, -1) * tf.reshape(b, [3, 1]), -1),
+    "split_pad": lambda tf, x, b: tf.pad(tf.split(x * b, [1, 2], axis=1)[1], [[1, 0], [0, 2]]),
+    "clip_prod": lambda tf, x, b: tf.clip_by_value(x, -0.5, 0.5) * tf.reduce_prod(x + 3.0, axis=0),
+    "einsum": lambda tf, x, b: tf.einsum("ij,j->i", x, b) + tf.einsum("ij,ij->j", x, x),
+    "cross_entropy": lambda tf, x, b: tf.nn.softmax_cross_entropy_with_logits(tf.nn.softmax(x * 0.0 + b), x),
+    "l2_normalize_norm": lambda tf, x, b: tf.math.l2_normalize(x * b, axis=1) + tf.norm(x, axis=1, keepdims=True),
+    "moments": lambda tf, x, b: tf.nn.moments(x * b, axes=[0])[1] + tf.nn.moments(x, axes=[0, 1])[0],
+    "reverse_cumprod": lambda tf, x, b: tf.reverse(tf.math.cumprod(x * b + 2.0, axis=1), [0]),
+    "matmul_transpose": lambda tf, x, b: tf.matmul(x, x, transpose_b=True) + tf.matmul(x, x, transpose_a=True)[0],
+    "gather_nd_slice": lambda tf, x, b: tf.gather_nd(x * b, [[0, 1], [1, 2]]) + tf.slice(x, [0, 1], [2, 2])[:, 0],
+    "log_softmax_relu": lambda tf, x, b: tf.nn.log_softmax(x, axis=0) * tf.nn.relu(b) + tf.nn.elu(x),
+    "bias_add_sigmoid": lambda tf, x, b: tf.sigmoid(tf.nn.bias_add(x, b)) * tf.nn.softplus(x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNKNOWN_DIM_PROGRAMS))
+def test_gradients_with_unknown_batch_dimension(name):
+    fn = _UNKNOWN_DIM_PROGRAMS[name]
+    rng = np.random.default_rng(3)
+    x0 = rng.normal(size=(2, 3)).astype(np.float32)
+    b0 = rng.normal(size=(3,)).astype(np.float32)
+
+    def prog(tf):
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([3], tf.float32)],
+                     autograph=False)
+        def f(x, b):
+            y = fn(tf, x, b)
+            gx, gb = tf.gradients(tf.reduce_sum(y * y), [x, b])
+            return y, tf.convert_to_tensor(gx), gb
+        return f(tf.constant(x0), tf.constant(b0))
+    same(prog)

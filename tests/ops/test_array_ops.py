@@ -10,7 +10,7 @@ import pytest
 
 import tapeflow
 from differential import same
-from op_harness import OpSpec, any_real, define_graph_tests, define_tests, distinct
+from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests, distinct
 
 SQ = {"square_outputs": True}
 
@@ -82,6 +82,8 @@ SPECS = [
            [((2, 3),), ((2, 1, 2),)], **SQ),
     OpSpec("concat", lambda tf, x, y: tf.concat([x, y], axis=-1), lambda x, y: np.concatenate([x, y], -1),
            [((2, 3), (2, 1)), ((0, 2), (0, 3)), ((2,), (0,))], **SQ),
+    OpSpec("concat_complex", lambda tf, x, y: tf.concat([x, y], 0), lambda x, y: np.concatenate([x, y]),
+           [((2,), (1,))], sampler=complex_of(any_real), **SQ),
     OpSpec("split_num", lambda tf, x: tf.split(x, 2, axis=1), lambda x: np.split(x, 2, 1),
            [((3, 4),), ((0, 2),)], **SQ),
     OpSpec("split_sizes", lambda tf, x: tf.split(x, [1, -1, 0], axis=0),

@@ -99,3 +99,42 @@ def test_einsum_gradients_like_tensorflow():
             y = tf.einsum("...ij,...jk->...ik", a, b) * 2.0 + tf.einsum("ii", c) + tf.einsum("ij,ij->i", c, c)[0]
         return tape.gradient(y, [a, b, c])
     same(program)
+
+
+def _random_equation(rng):
+    """Random operands over labels a-d (repeats, size-1 labels, ellipses of sizes 1 and 2), optional output."""
+    sizes = {"a": 2, "b": 3, "c": 1, "d": 4}
+    with_ellipsis = rng.random() < 0.3
+    subs, shapes = [], []
+    for _ in range(int(rng.integers(1, 4))):
+        s = "".join(rng.choice(list(sizes), rng.integers(0, 4)))
+        shape = [sizes[c] for c in s]
+        if with_ellipsis and rng.random() < 0.7:
+            at = int(rng.integers(0, len(s) + 1))
+            s, shape = s[:at] + "..." + s[at:], shape[:at] + rng.choice([1, 2], rng.integers(0, 3)).tolist() + shape[at:]
+        subs.append(s)
+        shapes.append(shape)
+    equation = ",".join(subs)
+    if rng.random() < 0.6:
+        pool = sorted(set(equation.replace(".", "").replace(",", "")))
+        out = "".join(rng.permutation(pool)[:rng.integers(0, len(pool) + 1)]) if pool else ""
+        equation += "->" + ("..." if "..." in equation and rng.random() < 0.8 else "") + out
+    return equation, [rng.standard_normal(s) for s in shapes]
+
+
+def _einsum_and_gradients(tf, equation, arrays):
+    xs = [tf.constant(a) for a in arrays]
+    with tf.GradientTape() as tape:
+        tape.watch(xs)
+        y = tf.einsum(equation, *xs)
+        total = tf.reduce_sum(y * y)
+    return y, tape.gradient(total, xs)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_equations_like_tensorflow(seed):
+    """Random equations (values, gradients, or the same exception class as TensorFlow)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        equation, arrays = _random_equation(rng)
+        same(lambda tf: _einsum_and_gradients(tf, equation, arrays))

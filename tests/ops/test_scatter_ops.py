@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from differential import same
-from op_harness import OpSpec, define_graph_tests, define_tests
+from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
 
 SQ = {"square_outputs": True}
 
@@ -35,6 +35,8 @@ SPECS = [
     # -- gather
     OpSpec("gather_axis0", lambda tf, p, i: tf.gather(p, i), lambda p, i: p[i], [((3, 2),), ((3,),)],
            extra=const([[2, 0], [2, 2]]), **SQ),
+    OpSpec("gather_complex", lambda tf, p, i: tf.gather(p, i, axis=1), lambda p, i: np.take(p, i, axis=1),
+           [((2, 3),)], extra=const([2, 2, 0]), sampler=complex_of(any_real), **SQ),
     OpSpec("gather_scalar_index", lambda tf, p, i: tf.gather(p, i), lambda p, i: p[i], [((3, 2),)],
            extra=const(1), **SQ),
     OpSpec("gather_axis1", lambda tf, p, i: tf.gather(p, i, axis=1), lambda p, i: np.take(p, i, axis=1),
@@ -198,3 +200,42 @@ def test_indexed_slices_gradient_feeds_second_order():
             z = tf.reduce_sum(tf.convert_to_tensor(g) ** 2)
         return g, outer.gradient(z, p)
     same(program)
+
+
+def _random_case(rng):
+    """A random gather (any axis, batch_dims 0/1, some indices out of range), gather_nd or scatter-add/sub."""
+    rank = int(rng.integers(1, 4))
+    pshape = tuple(int(d) for d in rng.integers(1, 4, rank))
+    kind = rng.integers(0, 3)
+    if kind == 0:
+        axis = int(rng.integers(-rank, rank))
+        batch_dims = int(rng.integers(0, 2)) if rank > 1 else 0
+        ishape = list(pshape[:batch_dims]) + rng.integers(0, 3, rng.integers(0, 3)).tolist()
+        idx = rng.integers(-1 if rng.random() < 0.1 else 0, pshape[axis] + (rng.random() < 0.1), ishape)
+        return pshape, lambda tf, t: tf.gather(t, idx, axis=axis, batch_dims=batch_dims)
+    k = int(rng.integers(1, rank + 1))
+    if kind == 1:
+        idx = np.stack([rng.integers(0, pshape[j], (2, 2)) for j in range(k)], -1)
+        return pshape, lambda tf, t: tf.gather_nd(t, idx)
+    idx = np.stack([rng.integers(0, pshape[j], (3,)) for j in range(k)], -1)
+    updates = rng.standard_normal((3,) + pshape[k:])
+    name = str(rng.choice(["tensor_scatter_nd_add", "tensor_scatter_nd_sub", "tensor_scatter_nd_update"]))
+    return pshape, lambda tf, t: getattr(tf, name)(t, idx, tf.constant(updates))
+
+
+def _gathered_and_gradient(tf, p, f):
+    t = tf.constant(p)
+    with tf.GradientTape() as tape:
+        tape.watch(t)
+        y = f(tf, t)
+        total = tf.reduce_sum(y * y)
+    return y, tf.convert_to_tensor(tape.gradient(total, t))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_gathers_and_scatters_like_tensorflow(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        pshape, f = _random_case(rng)
+        p = rng.standard_normal(pshape)
+        same(lambda tf: _gathered_and_gradient(tf, p, f))

@@ -9,7 +9,7 @@ import pytest
 
 import tapeflow
 from differential import same
-from op_harness import OpSpec, define_graph_tests, define_tests
+from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
 
 
 def getitem(name, key, shape):
@@ -34,6 +34,8 @@ SPECS = [
     getitem("scalar_ellipsis", Ellipsis, ()),
     getitem("scalar_newaxis", (None, None), ()),
     getitem("empty_tuple", (), (2, 3)),
+    OpSpec("getitem_complex", lambda tf, x: x[1:, ::-1], lambda x: x[1:, ::-1], [((3, 2),)],
+           sampler=complex_of(any_real), square_outputs=True),
     OpSpec("getitem_tensor_index", lambda tf, x: x[tf.constant(1)], lambda x: x[1], [((3, 2),)],
            square_outputs=True),
     OpSpec("getitem_tensor_slice", lambda tf, x: x[tf.constant(2, tf.int64)::tf.constant(-1)],
@@ -159,3 +161,51 @@ def test_getitem_in_graph_with_symbolic_index():
     row, col = pick(tapeflow.constant(X), tapeflow.constant(2))
     np.testing.assert_array_equal(row.numpy(), X[2] * 2)
     np.testing.assert_array_equal(col.numpy(), X[1:, 2])
+
+
+def _random_item(rng):
+    kind = rng.integers(0, 5)
+    if kind == 0:
+        return int(rng.integers(-5, 5))
+    if kind == 1:
+        return None
+    if kind == 2:
+        return Ellipsis
+
+    def bound():
+        return None if rng.random() < 0.3 else int(rng.integers(-6, 6))
+    return slice(bound(), bound(), None if rng.random() < 0.4 else int(rng.choice([-3, -2, -1, 1, 2, 3])))
+
+
+def _value_and_gradient(tf, x, slicer):
+    t = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(t)
+        y = slicer(tf, t)
+        total = tf.reduce_sum(y * y)
+    return y, tape.gradient(total, t)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_keys_like_tensorflow(seed):
+    """Random keys (ints, slices with any steps and bounds, None, ...) on random small shapes."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        shape = tuple(int(d) for d in rng.integers(0, 4, rng.integers(0, 4)))
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        key = tuple(_random_item(rng) for _ in range(rng.integers(0, 4)))
+        same(lambda tf: _value_and_gradient(tf, x, lambda tf, t: t[key]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_strided_slices_like_tensorflow(seed):
+    """Random begin/end/strides and all five masks."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(40):
+        shape = tuple(int(d) for d in rng.integers(0, 4, rng.integers(0, 4)))
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        n = int(rng.integers(1, 4))
+        spec = [rng.integers(-5, 5, n).tolist(), rng.integers(-5, 5, n).tolist(),
+                rng.choice([-2, -1, 1, 2, 3], n).tolist()]
+        masks = [int(rng.integers(0, 2**n)) if rng.random() < 0.5 else 0 for _ in range(5)]
+        same(lambda tf: _value_and_gradient(tf, x, lambda tf, t: tf.strided_slice(t, *spec, *masks)))

@@ -203,17 +203,28 @@ def infer_metas(op_def, inputs, attrs):
         return shape_fn(*[t._value for t in inputs], **attrs)
     shapes = [tuple(t._value.shape) for t in inputs]
     unknown = any(None in s for s in shapes)
-    try:
-        first = _abstract_run(op_def, inputs, _sample_shapes(shapes, 2), attrs)
-        if not unknown:
-            return first
-        second = _abstract_run(op_def, inputs, _sample_shapes(shapes, 3), attrs)
-    except (ValueError, IndexError, np.linalg.LinAlgError, TypeError, ZeroDivisionError) as e:
-        if not unknown:
+    if not unknown:
+        try:
+            return _abstract_run(op_def, inputs, shapes, attrs)
+        except _SHAPE_ERRORS as e:
             raise InvalidArgumentError(None, op_def.type, f"{e} [Op:{op_def.type}]") from None
-        raise ValueError(f"Cannot infer the output shape of '{op_def.type}' with unknown input dimensions "
-                         f"{shapes}; give the inputs static shapes.") from None
-    return [Meta(_merge_dims(m1.shape, m2.shape), m1.dtype) for m1, m2 in zip(first, second)]
+    # Two runs that succeed are merged.  Sizes 1 and the other inputs' known sizes are
+    # tried when 2 or 3 do not fit (an unknown dimension broadcast against a known one).
+    runs = []
+    known = sorted({d for s in shapes for d in s if d is not None and d > 3})
+    for fill in [2, 3, 1] + known:
+        try:
+            runs.append(_abstract_run(op_def, inputs, _sample_shapes(shapes, fill), attrs))
+        except _SHAPE_ERRORS:
+            continue
+        if len(runs) == 2:
+            first, second = runs
+            return [Meta(_merge_dims(m1.shape, m2.shape), m1.dtype) for m1, m2 in zip(first, second)]
+    raise ValueError(f"Cannot infer the output shape of '{op_def.type}' with unknown input dimensions "
+                     f"{shapes}; give the inputs static shapes.")
+
+
+_SHAPE_ERRORS = (ValueError, IndexError, np.linalg.LinAlgError, TypeError, ZeroDivisionError)
 
 
 def _merge_dims(a, b):

@@ -202,7 +202,7 @@ _squeeze.shape_fn = _squeeze_shape
 
 @_squeeze.def_grad
 def _squeeze_grad(op, dy):
-    return reshape(dy, op.inputs[0]._value.shape)       # reinsert the size-1 axes
+    return _reshape_to_input(dy, op.inputs[0])          # reinsert the size-1 axes
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
@@ -228,7 +228,15 @@ def _expand_dims(x, dim):
 
 @_expand_dims.def_grad
 def _expand_dims_grad(op, dy):
-    return reshape(dy, op.inputs[0]._value.shape)       # drop the inserted axis
+    return _reshape_to_input(dy, op.inputs[0])          # drop the inserted axis
+
+
+def _reshape_to_input(dy, x):
+    """dy reshaped to x's shape, read when the graph runs if x has unknown dimensions."""
+    if None in x._value.shape:
+        from tapeflow.ops.grad_util import reshape_like
+        return reshape_like(dy, x)
+    return reshape(dy, x._value.shape)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -349,7 +357,8 @@ def stack(values, axis=0, name="stack"):
 
 @op("Unpack", same_dtype=False, num_outputs=-1)
 def _unpack(x, num, axis):
-    return tuple(np.moveaxis(x, axis, 0)) if axis else tuple(x)
+    moved = np.moveaxis(x, axis, 0) if axis else x
+    return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
 
 
 @_unpack.def_grad
@@ -506,8 +515,10 @@ def _tile_grad(op, dy):
     from tapeflow.ops import math_ops
     shape = op.inputs[0]._value.shape                   # sum the copies: view dy as [m0, d0, m1, d1, ...]
     split = tuple(v for pair in zip(op.get_attr("multiples"), shape, strict=True) for v in pair)
+    if list(shape).count(None) == 1:                    # one unknown dimension (graphs): let reshape infer it
+        split = tuple(-1 if d is None else d for d in split)
     summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, len(split), 2)))
-    return reshape(summed, shape)
+    return _reshape_to_input(summed, op.inputs[0])
 
 
 def tile(input, multiples, name=None):  # noqa: A002

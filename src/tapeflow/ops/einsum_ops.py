@@ -21,7 +21,7 @@ from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 
 _LETTERS = string.ascii_letters
-_FORMAT = re.compile(r"^([a-zA-Z,.]+)(->[a-zA-Z.]*)?$")
+_FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
 
 
 @functools.lru_cache(maxsize=512)

@@ -583,7 +583,8 @@ def _select(cond, x, y):
 def _select_grad(op, dz):
     cond, x, y = op.inputs
     zeros = zeros_like(dz)
-    return None, unbroadcast(_select(cond, dz, zeros), x._value.shape), unbroadcast(_select(cond, zeros, dz), y._value.shape)
+    return (None, unbroadcast(_select(cond, dz, zeros), x._value.shape, x),
+            unbroadcast(_select(cond, zeros, dz), y._value.shape, y))
 
 
 def where(condition, x=None, y=None, name=None):

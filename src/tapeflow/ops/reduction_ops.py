@@ -169,10 +169,16 @@ def _prod_grad(op, dy):
     others = tuple(i for i in range(len(shape)) if i not in axes)
     perm = axes + others
     moved = array_ops.transpose(x, perm)
-    flat = array_ops.reshape(moved, (_count(shape, axes), _count(shape, others)))
+    # In graphs, one group of unknown size is left to reshape (-1); moved's shape is read at run time.
+    sizes = tuple(-1 if any(shape[i] is None for i in group) else _count(shape, group) for group in (axes, others))
+    flat = array_ops.reshape(moved, sizes)
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
-    partial = array_ops.reshape(conj(left) * conj(right), moved._value.shape)
+    if None in moved._value.shape:
+        from tapeflow.ops.grad_util import reshape_like
+        partial = reshape_like(conj(left) * conj(right), moved)
+    else:
+        partial = array_ops.reshape(conj(left) * conj(right), moved._value.shape)
     partial = array_ops.transpose(partial, tuple(np.argsort(perm).tolist()))
     return _expand_to_input(op, dy) * partial
 

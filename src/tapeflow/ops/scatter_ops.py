@@ -38,7 +38,8 @@ def _gather(params, indices, axis, batch_dims):
     idx = np.asarray(indices)
     _check_range(idx, params.shape[axis])
     if not batch_dims:
-        return np.take(params, idx, axis=axis)
+        out = np.take(params, idx, axis=axis)
+        return np.asarray(out) if isinstance(out, np.generic) else out   # a 0-d result stays an array
     # One advanced index over (flattened batch, gathered axis) puts [nb, I...] in front.
     pshape, ishape = params.shape, idx.shape
     nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
@@ -132,9 +133,11 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     if batch_dims < 0:
         batch_dims += indices._value.ndim
     axis = batch_dims if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
-    if isinstance(params, Variable) and axis == 0 and batch_dims == 0:
-        params._note_access()
-        return execute(_resource_gather, (params, indices), {})
+    if axis == 0:
+        batch_dims = 0                                 # like TensorFlow: axis 0 ignores batch_dims
+        if isinstance(params, Variable):
+            params._note_access()
+            return execute(_resource_gather, (params, indices), {})
     params = convert_to_tensor(params)
     rank_ = params._value.ndim
     if axis >= rank_ or axis < -rank_:
@@ -142,8 +145,6 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
                                    f"but is rank {rank_} [Op:GatherV2]")
     axis %= rank_
     ishape = indices._value.shape
-    if axis == 0:
-        batch_dims = 0                                 # TensorFlow ignores batch_dims for axis 0
     if batch_dims:
         if batch_dims > axis:
             raise InvalidArgumentError(None, "GatherV2", f"batch_dims ({batch_dims}) must be less than or equal to "
@@ -223,7 +224,7 @@ def _gather_nd(params, indices):
     _check_nd(idx, params.shape, "param shape")
     if idx.shape[-1] == 0:
         return np.array(np.broadcast_to(params, idx.shape[:-1] + params.shape))
-    return params[_rows(idx)]
+    return np.asarray(params[_rows(idx)])
 
 
 @_gather_nd.def_grad
@@ -231,6 +232,9 @@ def _gather_nd_grad(op, dy):
     params, indices = op.inputs
     pshape = params._value.shape
     ishape = indices._value.shape
+    if None in tuple(pshape):                          # graphs, unknown params shape: sized at run time
+        from tapeflow.ops import math_ops
+        return tensor_scatter_nd_add(math_ops.zeros_like(params), indices, _dense(dy)), None
     if len(ishape) == 2 and ishape[-1] == 1:           # whole rows: a sparse gradient, like TensorFlow
         return IndexedSlices(_dense(dy), reshape(indices, (-1,)),
                              Tensor(np.asarray(pshape, indices._value.dtype))), None
