@@ -150,7 +150,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
       TypeError: the branches return different structures (TensorFlow's class for this).
 
     >>> import tapeflow as tf
-    >>> tf.cond(tf.constant(2.0) > 1.0, lambda: tf.constant(1.0), lambda: tf.constant(0.0)).numpy()
+    >>> float(tf.cond(tf.constant(2.0) > 1.0, lambda: tf.constant(1.0), lambda: tf.constant(0.0)))
     1.0
     """
     if not callable(true_fn) or not callable(false_fn):
@@ -255,7 +255,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         not allowed by `shape_invariants`.
 
     >>> import tapeflow as tf
-    >>> tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * 2.0), (0, 1.0))[1].numpy()
+    >>> float(tf.while_loop(lambda i, s: i < 4, lambda i, s: (i + 1, s * 2.0), (0, 1.0))[1])
     16.0
     """
     if not callable(cond) or not callable(body):

@@ -258,7 +258,7 @@ class Function:
     >>> @tf.function
     ... def f(x):
     ...     return x * x + 1.0
-    >>> f(tf.constant(2.0)).numpy()
+    >>> float(f(tf.constant(2.0)))
     5.0
     """
 
