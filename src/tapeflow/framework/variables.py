@@ -31,11 +31,10 @@ def _read_variable_grad(op, dy):
 
 @op("AssignVariableOp", same_dtype=False, stateful=True)
 def _write_variable(value, var, mode):
-    if mode == "assign_add":
-        value = var._value + value
-    elif mode == "assign_sub":
-        value = var._value - value
-    var._value = np.array(value, dtype=var._value.dtype)
+    if mode == "assign":
+        var._value = np.array(value, dtype=var._value.dtype)
+    else:       # in place when unshared, see Note [in-place updates]
+        var._update(np.add if mode == "assign_add" else np.subtract, value)
     return var._value
 
 
