@@ -42,6 +42,10 @@ class Op:
       num_outputs: outputs of the kernel (kernel returns a tuple when > 1).
       uses_outputs: whether the gradient reads `op.outputs` (they are then
         kept alive by the tape, see Note [saved outputs]).
+      reads_variables_itself: (set after the definition) the kernel takes
+        variables as inputs for tapes and graph ordering only and gets None
+        in their place: holding their arrays during the call would stop the
+        in-place updates inside it (Note [in-place updates] in variables.py).
     """
 
     __slots__ = ("type", "kernel", "grad", "allowed", "same_dtype", "num_outputs",
@@ -181,6 +185,8 @@ def execute(op_, inputs, attrs):
             _raise_dtype(op_, inputs[0])
     else:
         values = [t._value for t in inputs]
+        if op_.stateful and op_.__dict__.get("reads_variables_itself"):
+            values = [None if type(t).__name__ == "Variable" else v for t, v in zip(inputs, values)]
         if op_.allowed is not None and values and values[0].dtype not in op_.allowed:
             _raise_dtype(op_, inputs[0])
         if op_.same_dtype:

@@ -88,6 +88,7 @@ def _if(pred, *args, then_f, else_f, then_caps, else_caps, n_caps):
 
 
 _if.accepts_none = True
+_if.reads_variables_itself = True
 
 
 @_if.def_grad
@@ -226,6 +227,7 @@ def _while(max_iter, *args, cond_f, body_f, n, cond_caps, body_caps, n_caps, kee
 
 
 _while.accepts_none = True
+_while.reads_variables_itself = True
 
 
 def _stack_history(values, init):

@@ -182,9 +182,10 @@ class Plan:
         for n, (kernel, ins, attrs, out, single, variables, frees, op) in enumerate(self._steps):
             namespace[f"k{n}"] = kernel
             args = [ref(i) for i in ins]
+            by_value = not op.op_def.__dict__.get("reads_variables_itself")
             for k, var in variables:
                 namespace[f"v{n}_{k}"] = var
-                args[k] = f"v{n}_{k}._value"
+                args[k] = f"v{n}_{k}._value" if by_value else "None"
             if attrs:
                 namespace[f"a{n}"] = attrs
                 args.append(f"**a{n}")

@@ -102,6 +102,7 @@ def _call_shape(*metas, f):
 
 _call.shape_fn = _call_shape
 _call.accepts_none = True      # outputs without gradient are passed as None, not zeros
+_call.reads_variables_itself = True
 
 
 @_call.def_grad
