@@ -1,5 +1,6 @@
 """tapeflow: TensorFlow's automatic differentiation on NumPy. Use as `import tapeflow as tf`."""
 
+import sys as _sys
 import warnings as _warnings
 
 from tapeflow.framework import dtypes
@@ -35,6 +36,10 @@ from tapeflow.graph.scopes import control_dependencies, name_scope
 from tapeflow import compat, errors, linalg, math, nest, nn, random, test  # noqa: E402
 
 __version__ = "0.1.0"
+
+# `name=` names graph ops (Note [op names] in graph/naming.py).
+from tapeflow.graph import naming as _naming  # noqa: E402
+_naming.name_public_functions([_sys.modules[__name__], compat.v1, linalg, math, nn, random])
 
 # Like TensorFlow's kernels, ours are silent about floating-point exceptions
 # (log(0) = -inf, 1/0 = inf): NumPy's RuntimeWarnings from our modules are hidden.

@@ -71,6 +71,9 @@ class Op:
         _OPS[type_] = self
 
     def __call__(self, *inputs, name=None, **attrs):
+        if name is not None and state.graphs:     # Note [op names]
+            from tapeflow.graph.naming import call_named
+            return call_named(self.__call__, name, inputs, attrs)
         if not attrs:
             if len(inputs) == 1:
                 if type(inputs[0]) is Tensor:
