@@ -97,7 +97,7 @@ def kernel_times(plan, feeds, variables, repeats):
     for index, value in zip(plan._feed_slots, feeds):
         slots[index] = value
     calls = []
-    for kernel, ins, attrs, out, single, variables_, frees, op in plan._steps:
+    for kernel, ins, attrs, out, single, variables_, frees, buffer, op in plan._steps:
         args = [slots[i] for i in ins]
         for k, var in variables_:
             args[k] = var._value

@@ -71,10 +71,10 @@ def test_plan_frees_intermediates_after_their_last_use():
 
 def test_plan_error_names_the_failing_node():
     @tf.function
-    def f(x):
-        return tf.reshape(x, [5])
-    with pytest.raises(tf.errors.InvalidArgumentError):
-        f(tf.constant([1.0, 2.0]))
+    def f(x, i):
+        return tf.gather(x, i, name="picked") * 2.0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="picked"):
+        f(tf.constant([1.0, 2.0]), tf.constant(5))
 
 
 def test_function_updates_variables_in_place():
@@ -107,3 +107,53 @@ def test_update_copies_when_a_read_is_still_alive():
     tf.function(lambda: v.assign_sub(tf.ones(4)))()
     np.testing.assert_allclose(before.numpy(), np.ones(4))      # the earlier read kept its value
     np.testing.assert_allclose(v.numpy(), np.zeros(4))
+
+
+def _reused(plan):
+    return [(step[-1].type, step[7]) for step in plan._steps if step[7] is not None]
+
+
+def test_elementwise_steps_reuse_dying_buffers():
+    # Note [buffer reuse]: relu(x @ w + b) writes the sum into the product's buffer, relu into the sum's
+    @tf.function
+    def f(x, w, b):
+        return tf.reduce_sum(tf.nn.relu(tf.matmul(x, w) + b))
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.normal(size=s).astype(np.float32) for s in [(4, 3), (3, 5), (5,)])
+    plan = _traced(f, tf.constant(x), tf.constant(w), tf.constant(b))
+    assert [t for t, _ in _reused(plan)] == ["AddV2", "Relu"]
+    np.testing.assert_allclose(f(tf.constant(x), tf.constant(w), tf.constant(b)).numpy(),
+                               np.maximum(x @ w + b, 0).sum(), rtol=1e-5)
+
+
+def test_buffers_that_live_on_are_not_reused():
+    rng = np.random.default_rng(1)
+    x, w = (rng.normal(size=s).astype(np.float32) for s in [(2, 3), (3, 4)])
+    v = tf.Variable(np.ones((2, 4), np.float32))
+
+    @tf.function
+    def f(x, w):
+        p = tf.matmul(x, w)
+        view = tf.reshape(p, [8])          # a view of p's buffer: p must not be overwritten
+        fetched = tf.matmul(x, w) * 1.0    # fetched: returned to the caller
+        read = v.read_value()              # the variable's own array
+        return view, p + 1.0, fetched, fetched + 2.0, read * 3.0, x * 2.0
+    args = (tf.constant(x), tf.constant(w))
+    plan = _traced(f, *args)
+    assert _reused(plan) == []
+    view, p1, fetched, fetched2, read3, x2 = f(*args)
+    np.testing.assert_allclose(view.numpy(), (x @ w).reshape(8), rtol=1e-6)
+    np.testing.assert_allclose(p1.numpy(), x @ w + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(fetched.numpy(), x @ w, rtol=1e-6)
+    np.testing.assert_allclose(v.numpy(), np.ones((2, 4)))
+    np.testing.assert_allclose(x2.numpy(), x * 2.0)
+
+
+def test_broadcast_inputs_are_not_reused():
+    @tf.function
+    def f(x, w):
+        return tf.matmul(x, w)[:1] * 1.0 + tf.matmul(x, w)        # [1, 4] + [2, 4]: only the [2, 4] one fits
+    rng = np.random.default_rng(2)
+    x, w = (rng.normal(size=s).astype(np.float32) for s in [(2, 3), (3, 4)])
+    out = f(tf.constant(x), tf.constant(w)).numpy()
+    np.testing.assert_allclose(out, (x @ w)[:1] + x @ w, rtol=1e-6)

@@ -52,6 +52,46 @@ def _cse_key(op, ins):
     return (op.op_def.type, ins, attrs)
 
 
+def _reusable_buffers(steps, last_use, pinned):
+    """Elementwise steps that can write their result into a dying input: step -> slot.
+
+    Note [buffer reuse]: an op with an `into` kernel (`into(*inputs, out=buffer)`,
+    e.g. a ufunc) may overwrite an input slot whose last reader it is, when
+    that slot's array is its own: made fresh by an op that never returns a
+    view or a variable's array (`into` ops, and `fresh_outputs` ops such as
+    MatMul), read only by such ops (so no view of it lives on), neither fed,
+    fetched nor constant, and of the result's static shape and dtype.  It
+    saves an allocation and keeps the data in cache, as `d *= mask` does in
+    hand-written NumPy.
+    """
+    producer, readers = {}, {}
+    for op, ins, _, outs, _ in steps:
+        for index in ins:
+            readers.setdefault(index, []).append(op.op_def)
+        for index, t in zip(outs, op.outputs):
+            producer[index] = t
+    reuse = {}
+    for n, (op, ins, variables, outs, _) in enumerate(steps):
+        if getattr(op.op_def, "into", None) is None or op.attrs or variables or len(outs) != 1:
+            continue
+        meta = op.outputs[0]._value
+        if not meta.shape or None in meta.shape:
+            continue
+        for index in ins:
+            source = producer.get(index)
+            if (source is not None and index not in pinned and last_use.get(index) == n
+                    and source._value.shape == meta.shape and source._value.dtype == meta.dtype
+                    and _fresh(source.op.op_def) and all(_fresh(r) for r in readers[index])):
+                reuse[n] = index
+                break
+    return reuse
+
+
+def _fresh(op_def):
+    """Whether the op's outputs are always new arrays, never views of its inputs."""
+    return getattr(op_def, "into", None) is not None or getattr(op_def, "fresh_outputs", False)
+
+
 class Plan:
     """A runnable plan for `fetches` (tensors and ops of one graph) given `feeds`.
 
@@ -133,9 +173,10 @@ class Plan:
         for index, n in last_use.items():
             if index not in keep:
                 frees.setdefault(n, []).append(index)
+        reuse = _reusable_buffers(steps, last_use, keep | known)
         self._steps = tuple(
             (op.op_def.kernel, ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
-             op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), op)
+             op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), reuse.get(n), op)
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template
         self._fetch_slots = fetch_slots
@@ -179,8 +220,8 @@ class Plan:
                 return f"c{index}"
             return f"s{index}"
 
-        for n, (kernel, ins, attrs, out, single, variables, frees, op) in enumerate(self._steps):
-            namespace[f"k{n}"] = kernel
+        for n, (kernel, ins, attrs, out, single, variables, frees, buffer, op) in enumerate(self._steps):
+            namespace[f"k{n}"] = kernel if buffer is None else op.op_def.into
             args = [ref(i) for i in ins]
             by_value = not op.op_def.__dict__.get("reads_variables_itself")
             for k, var in variables:
@@ -189,6 +230,8 @@ class Plan:
             if attrs:
                 namespace[f"a{n}"] = attrs
                 args.append(f"**a{n}")
+            if buffer is not None:          # Note [buffer reuse]
+                args.append(f"out=s{buffer}")
             call = f"k{n}({', '.join(args)})"
             target = f"s{out}" if single else f"r{n}"
             line_step[len(lines) + 1] = n

@@ -41,6 +41,9 @@ def add(x, y):
     return np.add(x, y)
 
 
+add.into = np.add           # Note [buffer reuse] in graph/executor.py
+
+
 @add.def_grad
 def _add_grad(op, dz):
     return binary_grads(op, dz, dz)          # d(x+y) = dx + dy
@@ -51,6 +54,9 @@ def subtract(x, y):
     return np.subtract(x, y)
 
 
+subtract.into = np.subtract           # Note [buffer reuse] in graph/executor.py
+
+
 @subtract.def_grad
 def _sub_grad(op, dz):
     return binary_grads(op, dz, negative(dz))   # d(x-y) = dx - dy
@@ -59,6 +65,9 @@ def _sub_grad(op, dz):
 @op("Mul", dtypes=NUMERIC_TYPES)
 def multiply(x, y):
     return np.multiply(x, y)
+
+
+multiply.into = np.multiply           # Note [buffer reuse] in graph/executor.py
 
 
 @multiply.def_grad
@@ -72,6 +81,9 @@ def _mul_grad(op, dz):
 @op("RealDiv", dtypes=INEXACT_TYPES)
 def _real_div(x, y):
     return np.true_divide(x, y)
+
+
+_real_div.into = np.true_divide           # Note [buffer reuse] in graph/executor.py
 
 
 @_real_div.def_grad
@@ -201,6 +213,9 @@ def maximum(x, y):
     return np.maximum(x, y)
 
 
+maximum.into = np.maximum           # Note [buffer reuse] in graph/executor.py
+
+
 @maximum.def_grad
 def _maximum_grad(op, dz):
     x, y = op.inputs
@@ -211,6 +226,9 @@ def _maximum_grad(op, dz):
 @op("Minimum", dtypes=REAL_TYPES)
 def minimum(x, y):
     return np.minimum(x, y)
+
+
+minimum.into = np.minimum           # Note [buffer reuse] in graph/executor.py
 
 
 @minimum.def_grad
@@ -592,7 +610,8 @@ def where(condition, x=None, y=None, name=None):
     the coordinates of true elements as an int64 [n, rank] tensor."""
     condition = convert_to_tensor(condition)
     if x is None and y is None:
-        return Tensor(np.argwhere(np.asarray(condition._value)).astype(np.int64))
+        from tapeflow.ops import array_ops
+        return array_ops.where_indices(condition)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     if condition._value.dtype != np.bool_:
@@ -643,6 +662,9 @@ def _matmul(a, b, transpose_a, transpose_b):
         raise ValueError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
     out = np.matmul(a, b)
     return out if out.dtype == a.dtype else out.astype(a.dtype)   # NumPy computes bfloat16 in float32
+
+
+_matmul.fresh_outputs = True      # never a view of an input (Note [buffer reuse] in graph/executor.py)
 
 
 @_matmul.def_grad

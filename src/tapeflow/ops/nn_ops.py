@@ -49,6 +49,13 @@ def _relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
 
+def _relu_into(x, out):
+    return np.maximum(x, np.zeros((), x.dtype), out=out)
+
+
+_relu.into = _relu_into           # Note [buffer reuse] in graph/executor.py
+
+
 @_relu.def_grad(uses_outputs=True)
 def _relu_grad(op, dy):
     return execute(_relu_grad_op, (dy, op.outputs[0]), {})   # dy where relu(x) > 0
@@ -58,6 +65,13 @@ def _relu_grad(op, dy):
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
     return dy * (y > 0).astype(dy.dtype)
+
+
+def _relu_grad_into(dy, y, out):
+    return np.multiply(dy, (y > 0).astype(dy.dtype), out=out)
+
+
+_relu_grad_op.into = _relu_grad_into
 
 
 @_relu_grad_op.def_grad
@@ -333,6 +347,9 @@ def _sparse_softmax_xent(logits, labels):
     loss = np.log(total).reshape(n) - a[at]                 # log-sum-exp - logit of the label
     e[at] -= 1
     return loss.astype(logits.dtype, copy=False), _unrows(e, axis, logits.shape, logits.dtype)
+
+
+_sparse_softmax_xent.fresh_outputs = True
 
 
 @_sparse_softmax_xent.def_grad(uses_outputs=True)
