@@ -391,3 +391,76 @@ def define_graph_tests(specs, namespace):
         run_graph(spec, case)
 
     namespace.update(test_graph_mode=test_graph_mode)
+
+
+UNKNOWN_DIMS_MODES = ("all", "batch")
+
+
+def _unknown_signature(module, arrays, mode):
+    """Input signature hiding every dimension ("all") or each input's first one ("batch")."""
+    specs = []
+    for a in arrays:
+        dims = [None] * a.ndim if mode == "all" else ([None] + list(a.shape[1:]) if a.ndim else [])
+        specs.append(module.TensorSpec(dims, module.as_dtype(a.dtype)))
+    return specs
+
+
+def _traced_with_unknown_dims(module, fn, arrays, extra, wrt, mode):
+    """Traces `fn` with unknown input dims; returns (static output shapes, values, gradients)."""
+    static = []
+
+    def value_and_grads(*xs):
+        with module.GradientTape() as tape:
+            for i in wrt:
+                tape.watch(xs[i])
+            out = fn(module, *xs, *extra)
+            outs = [module.convert_to_tensor(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+            static.append([o.shape.as_list() if o.shape.rank is not None else None for o in outs])
+            terms = [module.reduce_sum(module.math.real(o) if o.dtype.is_complex else o) for o in outs
+                     if o.dtype.is_floating or o.dtype.is_complex]
+            y = module.add_n(terms) if len(terms) > 1 else (terms[0] if terms else None)
+        grads = tape.gradient(y, [xs[i] for i in wrt]) if y is not None else []
+        return outs, [module.zeros_like(xs[i]) if g is None else module.convert_to_tensor(g)
+                      for i, g in zip(wrt, grads)]
+
+    traced = module.function(value_and_grads, input_signature=_unknown_signature(module, arrays, mode))
+    outs, grads = traced(*[module.constant(a) for a in arrays])
+    return static[0], [_to_numpy_any(o) for o in outs], [_to_numpy_any(g) for g in grads]
+
+
+def run_unknown_dims(spec, case_index, mode):
+    """The row traced with unknown input dimensions: the static shapes TensorFlow
+    infers, and its values and gradients (TensorFlow is the oracle)."""
+    if not HAVE_TF:
+        pytest.skip("TensorFlow is not installed")
+    tf = tf_module()
+    rng = np.random.default_rng(500 + case_index)
+    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
+    if mode == "batch" and all(a.ndim == 0 for a in arrays):
+        pytest.skip("scalar inputs: no dimension to hide")
+    wrt = _wrt(spec, len(arrays))
+    try:
+        theirs = _traced_with_unknown_dims(tf, spec.tf_fn or spec.fn, arrays, extra, wrt, mode)
+    except Exception as e:         # TensorFlow cannot run it either: nothing to compare
+        pytest.skip(f"TensorFlow fails with unknown dims: {type(e).__name__}")
+    ours = _traced_with_unknown_dims(tapeflow, spec.fn, arrays, extra, wrt, mode)
+    assert ours[0] == theirs[0], f"{spec.name}: static shapes {ours[0]} with unknown dims, TensorFlow {theirs[0]}"
+    _assert_close(ours[1], theirs[1], max(spec.rtol, 1e-9), max(spec.atol, 1e-9), f"{spec.name} values")
+    if spec.check_tf_grad:
+        _assert_close(ours[2], theirs[2], 1e-7, 1e-7, f"{spec.name} gradients")
+
+
+def define_unknown_dims_tests(specs, namespace, xfail=()):
+    """Adds `test_unknown_dims` (see `run_unknown_dims`), first shape case of each
+    row, for `specs` to a test module's namespace; rows named in `xfail` are strict xfails."""
+    params = []
+    for s in specs:
+        for mode in UNKNOWN_DIMS_MODES:
+            marks = [pytest.mark.xfail(strict=True, reason="unknown dims not handled yet")] if s.name in xfail else []
+            params.append(pytest.param(s, 0, mode, id=f"{s.name}-{mode}", marks=marks))
+
+    @pytest.mark.parametrize("spec,case,mode", params)
+    def test_unknown_dims(spec, case, mode):
+        run_unknown_dims(spec, case, mode)
+
+    namespace.update(test_unknown_dims=test_unknown_dims)

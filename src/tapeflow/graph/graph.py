@@ -194,12 +194,18 @@ def _sample_shapes(shapes, fill):
 def infer_metas(op_def, inputs, attrs):
     """Output Metas of `op_def` on `inputs`: its `shape_fn`, or abstract evaluation.
 
+    A `shape_fn` gets the input Metas, or the input tensors themselves when it
+    is marked `reads_inputs` (to read the known entries of size inputs).
+
     Abstract evaluation runs the kernel on zero arrays of the input shapes.
-    Unknown dimensions are tried as 2 and as 3; output dimensions that differ
-    between the two runs are unknown.
+    Unknown dimensions are tried as 2 and as 3 (then other sizes, and mixed
+    sizes: Note [mixed fills]); output dimensions that differ between the
+    successful runs are unknown.
     """
     shape_fn = op_def.__dict__.get("shape_fn")
     if shape_fn is not None:
+        if getattr(shape_fn, "reads_inputs", False):    # sizes given as tensors: see graph/constant_value
+            return shape_fn(*inputs, **attrs)
         return shape_fn(*[t._value for t in inputs], **attrs)
     shapes = [tuple(t._value.shape) for t in inputs]
     unknown = any(None in s for s in shapes)
@@ -211,17 +217,71 @@ def infer_metas(op_def, inputs, attrs):
     # Two runs that succeed are merged.  Sizes 1 and the other inputs' known sizes are
     # tried when 2 or 3 do not fit (an unknown dimension broadcast against a known one).
     runs = []
-    known = sorted({d for s in shapes for d in s if d is not None and d > 3})
-    for fill in [2, 3, 1] + known:
+    sizes = _candidate_sizes(inputs, shapes, attrs)
+    for fill in [2, 3, 1] + [d for d in sizes if d > 3]:
         try:
             runs.append(_abstract_run(op_def, inputs, _sample_shapes(shapes, fill), attrs))
         except _SHAPE_ERRORS:
             continue
         if len(runs) == 2:
-            first, second = runs
-            return [Meta(_merge_dims(m1.shape, m2.shape), m1.dtype) for m1, m2 in zip(first, second)]
+            return _merge_runs(runs)
+    runs += _mixed_runs(op_def, inputs, shapes, attrs, sizes)
+    if len(runs) >= 2:
+        return _merge_runs(runs)
     raise ValueError(f"Cannot infer the output shape of '{op_def.type}' with unknown input dimensions "
                      f"{shapes}; give the inputs static shapes.")
+
+
+def _candidate_sizes(inputs, shapes, attrs):
+    """Sizes worth trying for unknown dims: 1-3, 5 and 7, the known dims, the
+    entries of int attrs and of small integer constant inputs (shape arguments),
+    and one and two past the largest constant (an index must fit, and a dim
+    bounded only from below must still vary)."""
+    sizes = {1, 2, 3, 5, 7}
+    sizes.update(d for s in shapes for d in s if d is not None)
+    for value in (attrs or {}).values():      # shape attrs (ScatterNd's), sizes, axes
+        if type(value) is int:
+            sizes.add(value)
+        elif type(value) is tuple and all(type(v) is int for v in value):
+            sizes.update(value)
+    for t in inputs:
+        if isinstance(t, SymbolicTensor) and t._op.op_def is _const:
+            value = t._op.attrs["value"]
+        elif type(t._value) is not Meta:
+            value = t._value
+        else:
+            continue
+        value = np.asarray(value)
+        if value.dtype.kind in "iu" and 0 < value.size <= 4096:
+            sizes.update((int(value.max()) + 1, int(value.max()) + 2))
+            if value.size <= 16:        # a shape or size argument: its entries are sizes
+                sizes.update(int(v) for v in value.ravel())
+    return sorted(d for d in sizes if 0 < d <= 4096)
+
+
+def _mixed_runs(op_def, inputs, shapes, attrs, sizes, tries=128, wanted=4):
+    """Note [mixed fills]: when no single size fits every unknown dim (the inner
+    dim of a matmul must equal a known one, say), each unknown dim gets its own
+    size, drawn from `sizes` by a seeded generator; the successful runs are merged."""
+    rng = np.random.default_rng(0)
+    runs = []
+    for _ in range(tries):
+        sample = [tuple(int(rng.choice(sizes)) if d is None else d for d in s) for s in shapes]
+        try:
+            runs.append(_abstract_run(op_def, inputs, sample, attrs))
+        except _SHAPE_ERRORS:
+            continue
+        if len(runs) == wanted:
+            break
+    return runs
+
+
+def _merge_runs(runs):
+    first = runs[0]
+    merged = [m.shape for m in first]
+    for run in runs[1:]:
+        merged = [_merge_dims(a, m.shape) for a, m in zip(merged, run)]
+    return [Meta(shape, m.dtype) for shape, m in zip(merged, first)]
 
 
 _SHAPE_ERRORS = (ValueError, IndexError, np.linalg.LinAlgError, TypeError, ZeroDivisionError)
