@@ -214,17 +214,20 @@ def infer_metas(op_def, inputs, attrs):
             return _abstract_run(op_def, inputs, shapes, attrs)
         except _SHAPE_ERRORS as e:
             raise InvalidArgumentError(None, op_def.type, f"{e} [Op:{op_def.type}]") from None
-    # Two runs that succeed are merged.  Sizes 1 and the other inputs' known sizes are
-    # tried when 2 or 3 do not fit (an unknown dimension broadcast against a known one).
+    # The runs that succeed are merged: 2, 3, 7 and 1 (two sizes can agree by chance:
+    # a 2-wide pooling window gives 1 for both 2 and 3; min(n, 2) is 2 unless n is 1),
+    # then the other candidate sizes until three runs have succeeded.
     runs = []
     sizes = _candidate_sizes(inputs, shapes, attrs)
-    for fill in [2, 3, 1] + [d for d in sizes if d > 3]:
+    for k, fill in enumerate([2, 3, 7, 1] + [d for d in sizes if d > 3 and d != 7]):
+        if k >= 4 and len(runs) >= 3:
+            break
         try:
             runs.append(_abstract_run(op_def, inputs, _sample_shapes(shapes, fill), attrs))
         except _SHAPE_ERRORS:
             continue
-        if len(runs) == 2:
-            return _merge_runs(runs)
+    if len(runs) >= 3:
+        return _merge_runs(runs)
     runs += _mixed_runs(op_def, inputs, shapes, attrs, sizes)
     if len(runs) >= 2:
         return _merge_runs(runs)
@@ -277,6 +280,12 @@ def _mixed_runs(op_def, inputs, shapes, attrs, sizes, tries=128, wanted=4):
 
 
 def _merge_runs(runs):
+    """Output dims equal in every run are static.  A run whose output ranks differ
+    from the others' (size 1 squeezed away) is left out when the others agree."""
+    ranks = [tuple(len(m.shape) for m in run) for run in runs]
+    usual = max(set(ranks), key=ranks.count)
+    if ranks.count(usual) >= 2:
+        runs = [run for run, r in zip(runs, ranks) if r == usual]
     first = runs[0]
     merged = [m.shape for m in first]
     for run in runs[1:]:
