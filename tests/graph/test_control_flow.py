@@ -250,8 +250,6 @@ def test_while_shape_invariants():
     same(in_function(body, const([1.0, 2.0])))
 
 
-@pytest.mark.xfail(strict=True, reason="ConcatV2's gradient splits by static sizes; with two unknown sizes "
-                   "(shape_invariants) there is no SplitV to build (ops/array_ops._concat_grad)")
 def test_while_shape_invariants_gradient():
     def body(tf, x):
         _, v = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, tf.concat([v, v], 0)), (0, x),

@@ -17,6 +17,13 @@ def getitem(name, key, shape):
     return OpSpec(f"getitem_{name}", lambda tf, x: x[key], lambda x: x[key], [(shape,)], square_outputs=True)
 
 
+def _slice_dynamic(tf, x):
+    """tf.slice whose begin is known only when the graph runs (the Slice op; tests/graph/test_dynamic_shapes)."""
+    def f(x):
+        return tf.slice(x, [tf.shape(x)[0] - 2, 1], [-1, 2])
+    return tf.function(f, input_signature=[tf.TensorSpec([None, None], x.dtype)])(x)
+
+
 SPECS = [
     getitem("int", 1, (3, 4)),
     getitem("negative_int", -1, (3, 4)),
@@ -50,6 +57,7 @@ SPECS = [
     OpSpec("slice", lambda tf, x: tf.slice(x, [1, 0], [-1, 2]), lambda x: x[1:, 0:2],
            [((3, 4),), ((1, 2),)], square_outputs=True),
     OpSpec("slice_empty", lambda tf, x: tf.slice(x, [2], [0]), lambda x: x[2:2], [((3,),)], square_outputs=True),
+    OpSpec("slice_dynamic", _slice_dynamic, lambda x: x[-2:, 1:3], [((3, 3),), ((2, 4),)], square_outputs=True),
 ]
 
 define_tests(SPECS, globals())

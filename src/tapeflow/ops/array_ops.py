@@ -1,9 +1,12 @@
-"""Array ops: identity, reshapes, joins and splits, tile, pad, reverse, one_hot, clip_by_value.
+"""Array ops: identity, reshapes, broadcast_to, transpose, tile, pad, reverse, one_hot, clip_by_value, where.
 
 Index-like arguments (shapes, permutations, axes, paddings, multiples) are
-static attrs of the ops; each gradient is written with tapeflow ops, so it can
-be differentiated again.  The tensor constructors live in `constructor_ops`,
-slicing in `slicing_ops`, the n-d gathers and scatters in `scatter_ops`.
+static attrs of the ops; in graphs, sizes known only when the graph runs are
+int tensor inputs instead (see `shape_tensors`, Note [size inputs]).  Each
+gradient is written with tapeflow ops, so it can be differentiated again.
+The tensor constructors live in `constructor_ops`, joins and splits in
+`join_ops`, slicing in `slicing_ops`, the n-d gathers and scatters in
+`scatter_ops`.
 """
 
 import builtins
@@ -11,12 +14,15 @@ import builtins
 import numpy as np
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import convert_inputs, execute, no_gradient, op
-from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
+from tapeflow.framework.op_def import _raise_mismatch, convert_inputs, execute, no_gradient, op
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops import shape_tensors
 from tapeflow.ops.grad_util import unbroadcast
+from tapeflow.ops.shape_tensors import reads_inputs
 
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
@@ -99,6 +105,7 @@ def _resolve_shape(input_shape, shape):
     With a zero among the requested sizes, the -1 is found from the nonzero
     sizes only (TensorFlow's rule), e.g. [0, 3] -> [3, 0, -1] gives [3, 0, 1].
     """
+    shape = tuple(int(d) for d in shape)                 # a tuple attr, or a size input's array
     unknown, known = None, 1
     for i, d in enumerate(shape):
         if d == -1:
@@ -135,18 +142,44 @@ def _reshape(x, shape):
         return np.reshape(x, _resolve_shape(x.shape, shape))
 
 
+@reads_inputs
 def _reshape_shape(x, shape):
-    """Static shape of a reshape in a graph: -1 resolved when the input size is known."""
-    from tapeflow.graph.graph import Meta
-    dims = list(shape)
-    if -1 in dims:
-        known = 1
-        for d in dims:
-            if d != -1:
-                known *= d
-        size = None if None in x.shape else int(np.prod(x.shape, dtype=np.int64))
-        dims[dims.index(-1)] = None if size is None or known == 0 else size // known
-    return [Meta(tuple(dims), x.dtype)]
+    """Static shape of a reshape in a graph (TensorFlow's rule).
+
+    The output has the known sizes of `shape`; one unknown output size is
+    found from the element counts when the input's are known, or equals the
+    input's one unknown size when the known counts agree.
+    """
+    in_shape = tuple(x._value.shape)
+    out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "Reshape"), "Reshape")
+    out_known, out_unknown = _known_count(out)
+    in_known, in_unknown = _known_count(in_shape)
+    if len(out_unknown) <= 1 and len(in_unknown) <= 1:
+        if not in_unknown and not out_unknown:
+            if in_known != out_known:
+                raise ValueError(f"Cannot reshape a tensor with {in_known} elements to shape {out} "
+                                 f"({out_known} elements) [Op:Reshape]")
+        elif not in_unknown and out_known > 0:
+            if in_known % out_known:
+                raise ValueError(f"Cannot reshape a tensor with {in_known} elements to shape {out} "
+                                 f"(a multiple of {out_known} elements) [Op:Reshape]")
+            out[out_unknown[0]] = in_known // out_known
+        elif not out_unknown and in_known and out_known % in_known:
+            raise ValueError(f"Cannot reshape a tensor of shape {list(in_shape)} to shape {out} [Op:Reshape]")
+        elif in_unknown and out_unknown and in_known == out_known:
+            out[out_unknown[0]] = in_shape[in_unknown[0]]
+    return [shape_tensors.meta(out, x._value.dtype)]
+
+
+def _known_count(dims):
+    """The product of the known sizes and the positions of the unknown ones."""
+    known, unknown = 1, []
+    for i, d in enumerate(dims):
+        if d is None:
+            unknown.append(i)
+        else:
+            known *= d
+    return known, unknown
 
 
 _reshape.shape_fn = _reshape_shape
@@ -154,25 +187,37 @@ _reshape.shape_fn = _reshape_shape
 
 @_reshape.def_grad
 def _reshape_grad(op, dy):
-    x = op.inputs[0]                                    # reshape back
-    if None in x._value.shape:                          # unknown until the graph runs
-        from tapeflow.ops.grad_util import reshape_like
-        return reshape_like(dy, x)
-    return reshape(dy, x._value.shape)
+    dx = _reshape_to_input(dy, op.inputs[0])           # reshape back
+    return dx if len(op.inputs) == 1 else (dx, None)
 
 
 def reshape(tensor, shape, name=None):
     """Reshapes `tensor`; one dimension may be -1.
 
+    In graphs, `shape` may be an int tensor or a list holding scalar tensors
+    (`[tf.shape(x)[0] * 3]`): it is then read when the graph runs, and the
+    static shape keeps the sizes known while building.
+
     Raises:
       InvalidArgumentError: the element counts differ, or several -1.
+      ValueError: in graphs, sizes known while building that cannot fit.
 
     >>> import tapeflow as tf
     >>> tf.reshape(tf.range(6), [2, -1]).shape
     TensorShape([2, 3])
     """
     x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
-    new_shape = shape if type(shape) is tuple else _int_list(shape, "shape")
+    if type(shape) is tuple and not state.graphs:
+        return execute(_reshape, (x,), {"shape": shape})
+    try:
+        new_shape = _int_list(shape, "shape")
+    except TypeError:                                  # sizes from symbolic tensors (graphs)
+        new_shape = shape_tensors.sizes_or_tensor(shape, "shape", "Reshape")
+        if new_shape is None:
+            raise
+        if isinstance(new_shape, Tensor):
+            return execute(_reshape, (x, new_shape), {})
+        new_shape = tuple(new_shape.tolist())
     return execute(_reshape, (x,), {"shape": new_shape})
 
 
@@ -267,18 +312,51 @@ def _broadcast_to(x, shape):
         raise ValueError(f"Incompatible shapes: {_shape_str(x.shape)} vs. {_shape_str(shape)}") from None
 
 
+@reads_inputs
+def _broadcast_to_shape(x, shape):
+    """Static shape in graphs: the known sizes of `shape`, and x's sizes above 1 where those are unknown."""
+    out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "BroadcastTo"), "BroadcastTo")
+    in_shape = tuple(x._value.shape)
+    if len(in_shape) > len(out):
+        raise ValueError(f"Shape must be at most rank {len(out)} but is rank {len(in_shape)}: cannot broadcast "
+                         f"{list(in_shape)} to {out} [Op:BroadcastTo]")
+    for i in range(1, len(in_shape) + 1):
+        d = in_shape[-i]
+        if d is not None and d > 1:
+            if out[-i] not in (None, d):
+                raise ValueError(f"Incompatible shapes: {list(in_shape)} vs. {out} [Op:BroadcastTo]")
+            out[-i] = d
+    return [shape_tensors.meta(out, x._value.dtype)]
+
+
+_broadcast_to.shape_fn = _broadcast_to_shape
+
+
 @_broadcast_to.def_grad
 def _broadcast_to_grad(op, dy):
-    return unbroadcast(_dense(dy), op.inputs[0]._value.shape)   # sum over the broadcast axes
+    x = op.inputs[0]                                    # sum over the broadcast axes
+    dx = unbroadcast(_dense(dy), x._value.shape, x)
+    return dx if len(op.inputs) == 1 else (dx, None)
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002
-    """Broadcasts `input` to `shape` (NumPy rules).
+    """Broadcasts `input` to `shape` (NumPy rules); in graphs `shape` may hold tensors.
 
     Raises:
       InvalidArgumentError: the shapes are not broadcast-compatible.
+      ValueError: in graphs, sizes known while building that are not compatible.
     """
-    return execute(_broadcast_to, (convert_to_tensor(input),), {"shape": _int_list(shape, "shape")})
+    x = convert_to_tensor(input)
+    try:
+        dims = _int_list(shape, "shape")
+    except TypeError:                                  # sizes from symbolic tensors (graphs)
+        dims = shape_tensors.sizes_or_tensor(shape, "shape", "BroadcastTo")
+        if dims is None:
+            raise
+        if isinstance(dims, Tensor):
+            return execute(_broadcast_to, (x, dims), {})
+        dims = tuple(dims.tolist())
+    return execute(_broadcast_to, (x,), {"shape": dims})
 
 
 @op("Transpose", same_dtype=False)
@@ -320,189 +398,6 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     return math_ops.conj(out) if conjugate else out
 
 
-# -- joins and splits ---------------------------------------------------------
-
-@op("Pack")
-def _pack(*xs, axis):
-    shape = xs[0].shape
-    for i, x in enumerate(xs):
-        if x.shape != shape:
-            raise ValueError(f"Shapes of all inputs must match: values[0].shape = {_shape_str(shape)} != "
-                             f"values[{i}].shape = {_shape_str(x.shape)}")
-    return np.stack(xs, axis=axis)
-
-
-@_pack.def_grad
-def _pack_grad(op, dy):
-    return unstack(_dense(dy), num=len(op.inputs), axis=op.get_attr("axis"))   # split back along the new axis
-
-
-def stack(values, axis=0, name="stack"):
-    """Stacks same-shaped tensors along a new axis.
-
-    Raises:
-      ValueError: an axis out of range.
-      InvalidArgumentError: shapes differ.
-    """
-    if not values:
-        return Tensor(np.zeros(0, np.float32))
-    if axis == 0 and not _contains_tensor(values):
-        return convert_to_tensor(values)                # plain values: one dtype for the whole list
-    xs = convert_inputs(values)
-    rank_ = xs[0]._value.ndim
-    if not -rank_ - 1 <= axis <= rank_:
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
-    return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
-
-
-@op("Unpack", same_dtype=False, num_outputs=-1)
-def _unpack(x, num, axis):
-    moved = np.moveaxis(x, axis, 0) if axis else x
-    return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
-
-
-@_unpack.def_grad
-def _unpack_grad(op, *dys):
-    return stack([_dense(d) for d in dys], axis=op.get_attr("axis"))   # restack the pieces
-
-
-def unstack(value, num=None, axis=0, name="unstack"):
-    """Splits a tensor along `axis` into a list of tensors of one rank less.
-
-    Raises:
-      ValueError: `axis` out of range (scalars cannot be unstacked).
-      InvalidArgumentError: `num` differs from the size of `axis`.
-    """
-    x = convert_to_tensor(value)
-    rank_ = x._value.ndim
-    if not -rank_ <= axis < rank_:
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
-    axis %= rank_
-    n = x._value.shape[axis]
-    if num is not None and num != n:
-        raise InvalidArgumentError(None, "Unpack", f"Input shape axis {axis} must equal {num}, got shape "
-                                   f"{_shape_str(x._value.shape)} [Op:Unpack]")
-    if n == 0:
-        return []
-    return list(execute(_unpack, (x,), {"num": n, "axis": axis}))
-
-
-@op("ConcatV2")
-def _concat(*xs, axis):
-    first = xs[0].shape
-    for i, x in enumerate(xs[1:], 1):
-        if x.ndim != len(first):
-            raise ValueError(f"ConcatOp : Ranks of all input tensors should match: shape[0] = {_shape_str(first)} "
-                             f"vs. shape[{i}] = {_shape_str(x.shape)}")
-        for d, (a, b) in enumerate(zip(first, x.shape, strict=True)):
-            if d != axis and a != b:
-                raise ValueError(f"ConcatOp : Dimension {d} in both shapes must be equal: shape[0] = "
-                                 f"{_shape_str(first)} vs. shape[{i}] = {_shape_str(x.shape)}")
-    return np.concatenate(xs, axis=axis)
-
-
-@_concat.def_grad
-def _concat_grad(op, dy):
-    axis = op.get_attr("axis")
-    sizes = [t._value.shape[axis] for t in op.inputs]
-    return _split_op(_dense(dy), sizes, axis)          # each input gets its slice
-
-
-def concat(values, axis, name="concat"):
-    """Joins tensors along an existing axis.
-
-    Raises:
-      InvalidArgumentError: ranks or the other dimensions differ, or axis is out of range.
-    """
-    xs = convert_inputs(values if isinstance(values, (list, tuple)) else [values])
-    if not xs:
-        raise ValueError("concat needs at least one tensor in `values`.")
-    if len(xs) == 1:
-        return identity(xs[0])
-    rank_ = xs[0]._value.ndim
-    if rank_ == 0:
-        raise InvalidArgumentError(None, "ConcatV2", "ConcatOp : Can't concatenate scalars (use tf.stack instead) "
-                                   "[Op:ConcatV2]")
-    axis = int(axis._value if isinstance(axis, Tensor) else axis)
-    if not -rank_ <= axis < rank_:
-        raise InvalidArgumentError(None, "ConcatV2", f"ConcatOp : Expected concatenating dimensions in the range "
-                                   f"[{-rank_}, {rank_}), but got {axis} [Op:ConcatV2]")
-    return execute(_concat, xs, {"axis": axis % rank_})
-
-
-def _split_kernel(x, sizes, axis):
-    return tuple(np.split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis))
-
-
-@op("Split", same_dtype=False, num_outputs=-1)
-def _split_even(x, num_split, axis):
-    n = x.shape[axis]
-    if n % num_split:
-        raise ValueError(f"Number of ways to split should evenly divide the split dimension, but got split_dim "
-                         f"{axis} (size = {n}) and num_split {num_split}")
-    return _split_kernel(x, (n // num_split,) * num_split, axis)
-
-
-@op("SplitV", same_dtype=False, num_outputs=-1)
-def _split(x, sizes, axis):
-    return _split_kernel(x, sizes, axis)
-
-
-def _split_grad(op, *dys):
-    return concat([_dense(d) for d in dys], op.get_attr("axis"))   # put the pieces back together
-
-
-_split_even.def_grad(_split_grad)
-_split.def_grad(_split_grad)
-
-
-def _split_op(x, sizes, axis):
-    return list(execute(_split, (x,), {"sizes": tuple(sizes), "axis": axis}))
-
-
-def split(value, num_or_size_splits, axis=0, num=None, name="split"):
-    """Splits `value` along `axis` into equal parts (an int) or parts of given sizes (a list, one may be -1).
-
-    Raises:
-      InvalidArgumentError: sizes that do not add up, an uneven split or an axis out of range.
-
-    >>> import tapeflow as tf
-    >>> [t.shape[1] for t in tf.split(tf.zeros([2, 5]), [1, -1], axis=1)]
-    [1, 4]
-    """
-    x = convert_to_tensor(value)
-    rank_ = x._value.ndim
-    splits = num_or_size_splits
-    if isinstance(splits, Tensor) and splits._value.ndim == 0:
-        splits = int(splits._value)
-    if isinstance(splits, (int, np.integer)):
-        if splits < 1:
-            raise InvalidArgumentError(None, "Split", f"Value for attr 'num_split' of {int(splits)} must be at "
-                                       "least minimum 1 [Op:Split]")
-        if not -rank_ <= int(axis) < rank_:
-            raise InvalidArgumentError(None, "Split", f"-input rank(-{rank_}) <= split_dim < input rank ({rank_}), "
-                                       f"but got {int(axis)} [Op:Split]")
-        return list(execute(_split_even, (x,), {"num_split": int(splits), "axis": int(axis) % rank_}))
-    sizes = list(_int_list(splits, "num_or_size_splits"))
-    if num is not None and num != len(sizes):
-        raise InvalidArgumentError(None, "SplitV", f"size of the split_tensor must be 1-D and have the same elements "
-                                   f"as outputs got 1 -D and {len(sizes)} elements [Op:SplitV]")
-    if not sizes:
-        raise InvalidArgumentError(None, "SplitV", "num_or_size_splits must name at least one size [Op:SplitV]")
-    axis = _axis_attr(axis, rank_, "SplitV", "split_dim")
-    n = x._value.shape[axis]
-    if sizes.count(-1) > 1:
-        raise InvalidArgumentError(None, "SplitV", "There can only be one -1 in the input. [Op:SplitV]")
-    known = sum(s for s in sizes if s != -1)
-    if (-1 in sizes and known > n) or (-1 not in sizes and known != n) or any(s < -1 for s in sizes):
-        raise InvalidArgumentError(
-            None, "SplitV", "Determined shape must either match input shape along split_dim exactly if fully "
-            "specified, or be less than the size of the input along split_dim if not fully specified.  "
-            f"Got: {known} [Op:SplitV]")
-    sizes = [n - known if s == -1 else s for s in sizes]
-    return _split_op(x, sizes, axis)
-
-
 # -- tile, pad, reverse -------------------------------------------------------
 
 @op("Tile", same_dtype=False)
@@ -510,25 +405,63 @@ def _tile(x, multiples):
     return np.tile(x, multiples)
 
 
+@reads_inputs
+def _tile_shape(x, multiples):
+    """In graphs: each size times its multiple (unknown when either is, but 0 and 1 times are known)."""
+    shape = tuple(x._value.shape)
+    reps = shape_tensors.vector(multiples, "multiples", "Tile")
+    if len(reps) != len(shape):
+        raise ValueError(f"Expected multiples argument to be a vector of length {len(shape)} but got length "
+                         f"{len(reps)} [Op:Tile]")
+    return [shape_tensors.meta([_times(d, m) for d, m in zip(shape, reps)], x._value.dtype)]
+
+
+def _times(d, m):
+    if d == 0 or m == 0:
+        return 0
+    if m == 1 or d == 1:
+        return d if m == 1 else m
+    return None if d is None or m is None else d * m
+
+
+_tile.shape_fn = _tile_shape
+
+
 @_tile.def_grad
 def _tile_grad(op, dy):
     from tapeflow.ops import math_ops
-    shape = op.inputs[0]._value.shape                   # sum the copies: view dy as [m0, d0, m1, d1, ...]
-    split = tuple(v for pair in zip(op.get_attr("multiples"), shape, strict=True) for v in pair)
-    if list(shape).count(None) == 1:                    # one unknown dimension (graphs): let reshape infer it
-        split = tuple(-1 if d is None else d for d in split)
-    summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, len(split), 2)))
-    return _reshape_to_input(summed, op.inputs[0])
+    x = op.inputs[0]                                    # sum the copies: view dy as [m0, d0, m1, d1, ...]
+    shape = x._value.shape
+    if len(op.inputs) == 1 and list(shape).count(None) <= 1:
+        split = tuple(v for pair in zip(op.get_attr("multiples"), shape, strict=True) for v in pair)
+        split = tuple(-1 if d is None else d for d in split)   # one unknown dimension: reshape infers it
+    else:                                               # sizes known when the graph runs
+        sizes = op.inputs[1] if len(op.inputs) == 2 else None
+        reps = list(op.get_attr("multiples")) if sizes is None else shape_tensors.entries(sizes, len(shape))
+        dims = shape_tensors.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
+        split = [v for pair in zip(reps, dims, strict=True) for v in pair]
+    summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
+    dx = _reshape_to_input(summed, x)
+    return dx if len(op.inputs) == 1 else (dx, None)
 
 
 def tile(input, multiples, name=None):  # noqa: A002
-    """Repeats `input` `multiples[i]` times along axis i.
+    """Repeats `input` `multiples[i]` times along axis i; in graphs `multiples` may hold tensors.
 
     Raises:
       InvalidArgumentError: `multiples` not of length rank, or negative.
+      ValueError: in graphs, a `multiples` tensor not of length rank.
     """
     x = convert_to_tensor(input)
-    reps = _int_list(multiples, "multiples")
+    try:
+        reps = _int_list(multiples, "multiples")
+    except TypeError:                                  # sizes from symbolic tensors (graphs)
+        reps = shape_tensors.sizes_or_tensor(multiples, "multiples", "Tile")
+        if reps is None:
+            raise
+        if isinstance(reps, Tensor):
+            return execute(_tile, (x, reps), {})
+        reps = tuple(reps.tolist())
     if len(reps) != x._value.ndim:
         raise InvalidArgumentError(None, "Tile", f"Expected multiples argument to be a vector of length "
                                    f"{x._value.ndim} but got length {len(reps)} [Op:Tile]")
@@ -538,14 +471,32 @@ def tile(input, multiples, name=None):  # noqa: A002
     return execute(_tile, (x,), {"multiples": reps})
 
 
-@op("PadV2")
+@op("PadV2", same_dtype=False)         # x and the value share a dtype (_pad_value); paddings are ints
 def _pad(x, constant_values, paddings):
     return np.pad(x, paddings, constant_values=constant_values)
+
+
+def _padded_shape(x, paddings, sign, op_type):
+    """In graphs: each size plus (sign 1) or minus (-1) its paddings, unknown unless all three are known."""
+    shape = tuple(x._value.shape)
+    rows = shape_tensors.matrix(paddings, "paddings", op_type)
+    if len(rows) != len(shape) or any(len(r) != 2 for r in rows):
+        raise ValueError(f"The first dimension of paddings must be the rank of inputs: paddings of shape "
+                         f"[{len(rows)}, 2] for an input of shape {list(shape)} [Op:{op_type}]")
+    dims = [None if d is None or b is None or a is None else d + sign * (b + a) for d, (b, a) in zip(shape, rows)]
+    return [shape_tensors.meta(dims, x._value.dtype)]
+
+
+_pad.shape_fn = reads_inputs(lambda x, constant_values, paddings: _padded_shape(x, paddings, 1, "PadV2"))
 
 
 @_pad.def_grad
 def _pad_grad(op, dy):
     from tapeflow.ops import slicing_ops                # the gradient is the unpadded block of dy
+    if len(op.inputs) == 3:                             # paddings known when the graph runs
+        x, _, paddings = op.inputs
+        size = shape(x, out_type=paddings._value.dtype)
+        return slicing_ops.slice(_dense(dy), paddings[:, 0], size), None, None
     block = tuple(builtins.slice(b, -a if a else None) for b, a in op.get_attr("paddings"))
     return slicing_ops._getitem(_dense(dy), block), None
 
@@ -555,11 +506,34 @@ _MIRROR_MODES = ("REFLECT", "SYMMETRIC")
 
 @op("MirrorPad", same_dtype=False)
 def _mirror_pad(x, paddings, mode):
+    if type(paddings) is np.ndarray:                    # a size input: checked when the graph runs
+        error = _pads_error(paddings.tolist(), x.shape, mode)
+        if error:
+            raise ValueError(error)
     return np.pad(x, paddings, mode=mode.lower())
+
+
+def _pads_error(pads, shape, mode):
+    """Why the [before, after] rows `pads` cannot pad `shape` in `mode`; None when they can."""
+    for (b, a), d in zip(pads, shape, strict=True):
+        if b < 0 or a < 0:
+            return f"Paddings must be non-negative: {b} {a}"
+        if d is None:                                   # unknown until the graph runs
+            continue
+        if mode == "REFLECT" and (b >= d or a >= d):
+            return f"paddings must be less than the dimension size: {b}, {a} not less than {d}"
+        if mode == "SYMMETRIC" and (b > d or a > d):
+            return f"paddings must be no greater than the dimension size: {b}, {a} greater than {d}"
+    return None
+
+
+_mirror_pad.shape_fn = reads_inputs(lambda x, paddings, mode: _padded_shape(x, paddings, 1, "MirrorPad"))
 
 
 @_mirror_pad.def_grad
 def _mirror_pad_grad(op, dy):                           # fold the mirrored borders back onto the input
+    if len(op.inputs) == 2:
+        return execute(_mirror_pad_grad_op, (_dense(dy), op.inputs[1]), {"mode": op.get_attr("mode")}), None
     attrs = {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")}
     return execute(_mirror_pad_grad_op, (_dense(dy),), attrs)
 
@@ -586,8 +560,14 @@ def _mirror_pad_grad_op(dy, paddings, mode):
     return out
 
 
+_mirror_pad_grad_op.shape_fn = reads_inputs(
+    lambda dy, paddings, mode: _padded_shape(dy, paddings, -1, "MirrorPadGrad"))
+
+
 @_mirror_pad_grad_op.def_grad
 def _mirror_pad_grad_grad(op, ddx):                    # folding is the adjoint of mirroring
+    if len(op.inputs) == 2:
+        return execute(_mirror_pad, (_dense(ddx), op.inputs[1]), {"mode": op.get_attr("mode")}), None
     attrs = {"paddings": op.get_attr("paddings"), "mode": op.get_attr("mode")}
     return execute(_mirror_pad, (_dense(ddx),), attrs)
 
@@ -597,6 +577,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
 
     Modes: "CONSTANT" (with `constant_values`), "REFLECT" (mirror without the
     edge; pads < dim) and "SYMMETRIC" (mirror with the edge; pads <= dim).
+    In graphs, `paddings` may be an int tensor or hold scalar tensors.
 
     Raises:
       ValueError: an unknown mode.
@@ -612,6 +593,11 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError('Value of argument `mode` expected to be one of "CONSTANT", "REFLECT", or "SYMMETRIC". '
                          f"Received `mode` = {mode}")
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
+    if state.graphs:
+        known = shape_tensors.sizes_or_tensor(paddings, "paddings", op_type)
+        if isinstance(known, Tensor):
+            return _pad_dynamic(x, known, mode, constant_values)
+        paddings = paddings if known is None else known
     pads = np.asarray(paddings._value if isinstance(paddings, Tensor) else paddings)
     shape = x._value.shape
     if pads.ndim != 2 or pads.shape[1] != 2:
@@ -621,24 +607,38 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise InvalidArgumentError(None, op_type, f"The first dimension of paddings must be the rank of inputs"
                                    f"{_shape_str(pads.shape)} {_shape_str(shape)} [Op:{op_type}]")
     pads = tuple((int(b), int(a)) for b, a in pads.tolist())
-    for (b, a), d in zip(pads, shape, strict=True):
-        if b < 0 or a < 0:
-            raise InvalidArgumentError(None, op_type, f"Paddings must be non-negative: {b} {a} [Op:{op_type}]")
-        if mode == "REFLECT" and (b >= d or a >= d):
-            raise InvalidArgumentError(None, op_type, f"paddings must be less than the dimension size: {b}, {a} "
-                                       f"not less than {d} [Op:{op_type}]")
-        if mode == "SYMMETRIC" and (b > d or a > d):
-            raise InvalidArgumentError(None, op_type, f"paddings must be no greater than the dimension size: "
-                                       f"{b}, {a} greater than {d} [Op:{op_type}]")
+    error = _pads_error(pads, shape, mode)
+    if error:
+        raise InvalidArgumentError(None, op_type, f"{error} [Op:{op_type}]")
     if mode != "CONSTANT":
+        if None in shape:                               # the mirror checks wait until the graph runs
+            return _pad_dynamic(x, Tensor(np.asarray(pads, np.int32)), mode, constant_values)
         return execute(_mirror_pad, (x,), {"paddings": pads, "mode": mode})
+    return execute(_pad, (x, _pad_value(x, constant_values)), {"paddings": pads})
+
+
+def _pad_value(x, constant_values):
+    """The scalar tensor that tf.pad pads with, of x's dtype."""
     if isinstance(constant_values, int) and constant_values == 0:
         constant_values = np.zeros((), x._value.dtype)    # the default fits every dtype, bool included
     value = convert_inputs([x, constant_values])[1]
+    if value._value.dtype != x._value.dtype:
+        _raise_mismatch(_pad, 1, x._value.dtype, value._value.dtype)
     if value._value.ndim:
         raise InvalidArgumentError(None, "PadV2", f"constant_values must be a scalar. Got shape "
                                    f"{_shape_str(value._value.shape)} [Op:PadV2]")
-    return execute(_pad, (x, value), {"paddings": pads})
+    return value
+
+
+def _pad_dynamic(x, paddings, mode, constant_values):
+    """tf.pad with paddings known when the graph runs: an int [rank, 2] tensor input (Note [size inputs])."""
+    shape_ = tuple(paddings._value.shape)
+    if shape_ != (x._value.ndim, 2):
+        raise ValueError(f"paddings must be a [{x._value.ndim}, 2] int tensor for an input of rank "
+                         f"{x._value.ndim}, got one of shape {list(shape_)} [Op:PadV2]")
+    if mode != "CONSTANT":
+        return execute(_mirror_pad, (x, paddings), {"mode": mode})
+    return execute(_pad, (x, _pad_value(x, constant_values), paddings), {})
 
 
 @op("ReverseV2", same_dtype=False)
@@ -758,6 +758,23 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     return out
 
 
+# -- where (coordinates) -------------------------------------------------------
+
+@op("Where", same_dtype=False)
+def _where(condition):
+    return np.argwhere(condition).astype(np.int64)
+
+
+_where.shape_fn = lambda condition: [shape_tensors.meta((None, condition.ndim), np.int64)]   # count known at run
+no_gradient("Where")                                   # integer coordinates
+
+
+def where_indices(condition):
+    """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
+    (`tf.where` with one argument)."""
+    return execute(_where, (convert_to_tensor(condition),), {})
+
+
 __all__ = [
     "broadcast_to", "clip_by_value", "concat", "expand_dims", "identity", "identity_n", "one_hot", "pad", "reshape",
     "reverse", "split", "squeeze", "stack", "stop_gradient", "tile", "transpose", "unstack",
@@ -768,3 +785,6 @@ from tapeflow.ops.slicing_ops import _getitem  # noqa: E402,F401  (Tensor.__geti
 
 # The gathers live in `scatter_ops`; `array_ops.gather` stays for the callers that use it.
 from tapeflow.ops.scatter_ops import boolean_mask, gather  # noqa: E402,F401
+
+# The joins and splits live in `join_ops`.
+from tapeflow.ops.join_ops import _concat_grad, _split_op, concat, split, stack, unstack  # noqa: E402,F401

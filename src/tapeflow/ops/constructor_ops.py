@@ -3,7 +3,9 @@
 
 Constructors from Python values make constants; `fill` is differentiable in
 its value, `linspace` (built from ops) in its start and stop, and `range` is
-not differentiable, all as in TensorFlow.
+not differentiable, all as in TensorFlow.  In graphs, `zeros`, `ones` and
+`fill` of a shape known only when the graph runs are "Fill" ops taking the
+shape as an int tensor input (Note [size inputs] in `shape_tensors`).
 """
 
 import builtins
@@ -16,6 +18,7 @@ from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
+from tapeflow.ops import shape_tensors
 
 
 def _int_list(value, what):
@@ -45,14 +48,50 @@ def _dims(shape, op_type="Fill"):
     return dims
 
 
+def _dynamic_dims(shape, op_type, vector_only=False):
+    """A shape holding symbolic tensors (graphs): a tuple when known while building, else an int tensor.
+
+    Raises:
+      TypeError: `shape` is not a shape (no ints, no int tensors).
+    """
+    dims = shape_tensors.sizes_or_tensor(shape, "shape", op_type)
+    if dims is None:
+        raise TypeError(f"shape must be a list of integers, got {shape!r}")
+    if not isinstance(dims, Tensor):
+        return _dims(dims if vector_only else np.atleast_1d(dims), op_type)
+    if dims._value.ndim == 0 and not vector_only:        # a scalar size: a vector of one
+        from tapeflow.ops import array_ops
+        dims = array_ops.reshape(dims, (1,))
+    if dims._value.ndim != 1:
+        raise ValueError(f"dims of {op_type} must be a vector, got a tensor of shape {dims.shape}.")
+    return dims
+
+
+def _filled(shape, value, dtype):
+    """zeros/ones of a shape known only when the graph runs: a Fill of the scalar `value`."""
+    dims = _dynamic_dims(shape, "Fill")
+    scalar = Tensor(np.asarray(value, dtypes.as_dtype(dtype)._np))
+    if isinstance(dims, Tensor):
+        return execute(_fill, (scalar, dims), {})
+    return Tensor(np.full(dims, scalar._value))
+
+
 def zeros(shape, dtype=dtypes.float32, name=None):
-    """A tensor of zeros of `shape` (default dtype float32)."""
-    return Tensor(np.zeros(_dims(shape), dtypes.as_dtype(dtype)._np))
+    """A tensor of zeros of `shape` (default dtype float32); in graphs `shape` may hold tensors."""
+    try:
+        dims = _dims(shape)
+    except TypeError:
+        return _filled(shape, 0, dtype)
+    return Tensor(np.zeros(dims, dtypes.as_dtype(dtype)._np))
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
-    """A tensor of ones of `shape` (default dtype float32)."""
-    return Tensor(np.ones(_dims(shape), dtypes.as_dtype(dtype)._np))
+    """A tensor of ones of `shape` (default dtype float32); in graphs `shape` may hold tensors."""
+    try:
+        dims = _dims(shape)
+    except TypeError:
+        return _filled(shape, 1, dtype)
+    return Tensor(np.ones(dims, dtypes.as_dtype(dtype)._np))
 
 
 @op("Fill", same_dtype=False)
@@ -60,14 +99,27 @@ def _fill(value, dims):
     return np.full(dims, value, value.dtype)
 
 
+@shape_tensors.reads_inputs
+def _fill_shape(value, dims):
+    """In graphs: the known sizes of `dims`."""
+    known = shape_tensors.output_dims(shape_tensors.vector(dims, "dims", "Fill"), "Fill")
+    return [shape_tensors.meta(known, value._value.dtype)]
+
+
+_fill.shape_fn = _fill_shape
+
+
 @_fill.def_grad
 def _fill_grad(op, dy):
     from tapeflow.ops import math_ops
-    return math_ops.reduce_sum(dy)                     # every element is the value: d value = sum dy
+    dvalue = math_ops.reduce_sum(dy)                   # every element is the value: d value = sum dy
+    return dvalue if len(op.inputs) == 1 else (dvalue, None)
 
 
 def fill(dims, value, name=None):
     """A tensor of shape `dims` filled with the scalar `value` (differentiable in `value`).
+
+    In graphs, `dims` may be an int tensor or hold scalar tensors (`tf.shape(x)`).
 
     Raises:
       InvalidArgumentError: `value` is not a scalar, or a negative dimension.
@@ -80,7 +132,13 @@ def fill(dims, value, name=None):
     if value._value.ndim:
         raise InvalidArgumentError(None, "Fill", f"value must be a scalar, got shape {list(value._value.shape)} "
                                    "[Op:Fill]")
-    return execute(_fill, (value,), {"dims": _dims(dims)})
+    try:
+        shape_ = _dims(dims)
+    except TypeError:                                  # sizes from symbolic tensors (graphs)
+        shape_ = _dynamic_dims(dims, "Fill", vector_only=True)
+        if isinstance(shape_, Tensor):
+            return execute(_fill, (value, shape_), {})
+    return execute(_fill, (value,), {"dims": shape_})
 
 
 # -- range, linspace, eye, meshgrid ---------------------------------------------------

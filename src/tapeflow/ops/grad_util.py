@@ -33,6 +33,26 @@ def reshape_like(g, like):
     return np.reshape(g, np.shape(like))
 
 
+def _like_shape(g, like):
+    """In graphs, the *ToShapeOf ops have like's static shape (broadcasting may also fill in g's sizes)."""
+    from tapeflow.graph.graph import Meta
+    return [Meta(tuple(like.shape), g.dtype)]
+
+
+def _broadcast_like_shape(g, like):
+    from tapeflow.graph.graph import Meta
+    dims = list(like.shape)
+    for i in range(1, min(len(dims), len(g.shape)) + 1):
+        if dims[-i] is None and g.shape[-i] is not None and g.shape[-i] > 1:
+            dims[-i] = g.shape[-i]
+    return [Meta(tuple(dims), g.dtype)]
+
+
+broadcast_like.shape_fn = _broadcast_like_shape
+sum_like.shape_fn = _like_shape
+reshape_like.shape_fn = _like_shape
+
+
 @broadcast_like.def_grad
 def _broadcast_like_grad(op, dy):
     return sum_like(dy, op.inputs[0]), None          # broadcasting's adjoint sums

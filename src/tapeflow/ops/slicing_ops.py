@@ -4,7 +4,9 @@ All three lower to one op, "StridedSlice", whose begin/end/strides are int
 tensor inputs and whose five bit masks are attrs (TensorFlow's encoding, so a
 symbolic index works too).  Its gradient, "StridedSliceGrad", writes `dy` into
 zeros of the input's shape; the gradient of that is a strided slice again, so
-derivatives of any order work.
+derivatives of any order work.  In graphs, a `tf.slice` whose begin or size is
+known only when the graph runs is the "Slice" op (its static shape follows
+TensorFlow's rule for -1 sizes), whose gradient is a StridedSliceGrad too.
 
 Note [strided slice as a NumPy index]: the begin/end/strides/masks spec is
 turned into a NumPy basic index (ints, slices, None) once per distinct spec
@@ -18,9 +20,11 @@ import functools
 
 import numpy as np
 
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import shape_tensors
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
 _py_slice = builtins.slice   # this module defines tf.slice
@@ -207,6 +211,9 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
 def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public name
     """The block of `input_` starting at `begin` with extent `size` (-1: to the end).
 
+    In graphs, `begin` and `size` may be int tensors or hold scalar tensors
+    (the "Slice" op, checked when the graph runs).
+
     Raises:
       InvalidArgumentError: begin/size of the wrong length, or a block outside the input.
 
@@ -216,9 +223,14 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
            [4, 5]], dtype=int32)
     """
     x = convert_to_tensor(input_)
+    if state.graphs:
+        known = [shape_tensors.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
+        if isinstance(known[0], Tensor) or isinstance(known[1], Tensor):
+            return _dynamic_slice(x, begin if known[0] is None else known[0], size if known[1] is None else known[1])
+        begin, size = (v if k is None else k for v, k in zip((begin, size), known))
     begin_t, size_t = _index_tensor(begin, "begin", "Slice"), _index_tensor(size, "size", "Slice")
-    if type(begin_t) is not Tensor or type(size_t) is not Tensor:
-        return _symbolic_slice(x, begin_t, size_t)
+    if type(begin_t) is not Tensor or type(size_t) is not Tensor:   # read from variables in a graph
+        return _dynamic_slice(x, begin_t, size_t)
     b, s = np.asarray(begin_t._value), np.asarray(size_t._value)
     shape = x._value.shape
     if b.shape != (len(shape),) or s.shape != (len(shape),):
@@ -243,18 +255,65 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
                     "shrink_axis_mask": 0})
 
 
-def _symbolic_slice(x, begin, size):
-    """tf.slice with a begin known only when the graph runs (sizes must be static)."""
-    if type(size) is not Tensor:
-        raise ValueError("tf.slice with a symbolic `size` is not supported; give `size` as a list of ints "
-                         "(-1 for 'to the end').")
+def _dynamic_slice(x, begin, size):
+    """tf.slice with a begin or size known only when the graph runs: the "Slice" op (Note [size inputs])."""
     from tapeflow.ops import math_ops
-    s = np.asarray(size._value)
-    end_mask = sum(1 << i for i, si in enumerate(s.tolist()) if si == -1)
-    end = math_ops.add(math_ops.cast(begin, s.dtype), Tensor(np.where(s == -1, 0, s)))
-    return execute(_strided_slice, (x, math_ops.cast(begin, s.dtype), end, Tensor(np.ones_like(s))),
-                   {"begin_mask": 0, "end_mask": end_mask, "ellipsis_mask": 0, "new_axis_mask": 0,
-                    "shrink_axis_mask": 0})
+    begin, size = _index_tensor(begin, "begin", "Slice"), _index_tensor(size, "size", "Slice")
+    if begin._value.dtype != size._value.dtype:                    # one index type, the wider
+        wide = np.int64 if np.int64 in (begin._value.dtype, size._value.dtype) else np.int32
+        begin, size = math_ops.cast(begin, wide), math_ops.cast(size, wide)
+    return execute(_slice, (x, begin, size), {})
+
+
+@op("Slice", same_dtype=False)
+def _slice(x, begin, size):
+    rank = x.ndim
+    if begin.shape != (rank,) or size.shape != (rank,):
+        raise ValueError(f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
+                         f"{list(begin.shape)} and {list(size.shape)} instead.")
+    dims = np.asarray(x.shape, np.int64)
+    b = begin.astype(np.int64)
+    s = np.where(size == -1, dims - b, size)
+    bad = np.flatnonzero((b < 0) | (b > dims))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"Expected begin[{i}] in [0, {dims[i]}], but got {b[i]}")
+    bad = np.flatnonzero((s < 0) | (b + s > dims))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"Expected size[{i}] in [0, {dims[i] - b[i]}], but got {s[i]}")
+    return x[tuple(map(_py_slice, b.tolist(), (b + s).tolist()))]
+
+
+@shape_tensors.reads_inputs
+def _slice_shape(x, begin, size):
+    """In graphs (TensorFlow's rule): the known sizes; a -1 size is the rest of a known dimension when the
+    begin is known, and unknown when some size is not known."""
+    shape = tuple(x._value.shape)
+    b = shape_tensors.vector(begin, "begin", "Slice")
+    s = shape_tensors.vector(size, "size", "Slice")
+    if len(b) != len(shape) or len(s) != len(shape):
+        raise ValueError(f"Expected begin and size arguments to be 1-D tensors of size {len(shape)}, but got "
+                         f"{len(b)} and {len(s)} entries instead [Op:Slice]")
+    if None in s:
+        dims = [None if si is None or si == -1 else si for si in s]
+    else:
+        dims = [si if si != -1 else (None if d is None or bi is None else d - bi) for d, bi, si in zip(shape, b, s)]
+    return [_meta(dims, x._value.dtype)]
+
+
+_slice.shape_fn = _slice_shape
+
+
+@_slice.def_grad
+def _slice_grad(op, dy):
+    from tapeflow.ops import constructor_ops            # dx = dy placed at the block, zeros elsewhere
+    x, begin, _ = op.inputs
+    dy = convert_to_tensor(dy)
+    end = begin + constructor_ops.shape(dy, out_type=begin._value.dtype)
+    strides = Tensor(np.ones(x._value.ndim, begin._value.dtype))
+    dx = execute(_strided_slice_grad_op, (dy, begin, end, strides, x), dict.fromkeys(_MASKS, 0))
+    return dx, None, None
 
 
 # -- Tensor.__getitem__ ----------------------------------------------------------
