@@ -616,3 +616,18 @@ def test_gradients_with_unknown_batch_dimension(name):
             return y, tf.convert_to_tensor(gx), gb
         return f(tf.constant(x0), tf.constant(b0))
     same(prog)
+
+
+def test_gradients_have_their_inputs_static_shapes():
+    def prog(tf):
+        shapes = []
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+        def f(x):
+            n = tf.shape(x)[0]
+            head, _ = tf.split(x, tf.stack([n - 1, 1]), 0)
+            g = tf.gradients(tf.reduce_sum(head * 2.0), x)[0]
+            shapes.append(g.shape.as_list())
+            return g
+        return f(tf.ones([3, 3])), shapes
+    same(prog)

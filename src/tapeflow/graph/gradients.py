@@ -175,6 +175,8 @@ def _check_shape(op, index, t_in, grad):
             f"Incompatible shapes between op input and calculated input gradient. Forward operation: {op.name}. "
             f"Input index: {index}. Original input shape: {TensorShape(t_in._value.shape)}. Calculated input "
             f"gradient shape: {TensorShape(grad._value.shape)}")
+    if isinstance(grad, SymbolicTensor):
+        grad.set_shape(t_in._value.shape)     # the gradient has its input's static shape, as in TF
 
 
 def _zeros_for(t):

@@ -76,6 +76,16 @@ class SymbolicTensor(Tensor):
     def device(self):
         return ""
 
+    def set_shape(self, shape):
+        """Refines the static shape with what the caller knows (TF's `Tensor.set_shape`).
+
+        Raises:
+          ValueError: `shape` is not compatible with the shape known so far.
+        """
+        merged = self.shape.merge_with(shape)        # ValueError when incompatible
+        if merged.rank is not None:
+            self._value = Meta(tuple(merged.as_list()), self._value.dtype)   # Metas may be shared: replaced
+
     def numpy(self):
         raise NotImplementedError(
             f"Cannot convert symbolic tensor {self.name} to a NumPy array: it has no value while the graph "
