@@ -170,36 +170,27 @@ def _size_rule(t, ev):
     return np.asarray(int(np.prod(dims, dtype=np.int64)), t.op.attrs["out_type"])
 
 
-def _pack_rule(t, ev):
-    axis = t.op.attrs["axis"]
-    parts = []
-    for x in t.op.inputs:
-        v = ev(x)
-        if v is None:
-            shape = _static_shape(x)
-            if shape is None:
-                return None
-            v = np.full(shape, None, dtype=object)
-        parts.append(v)
-    if all(_fully_known(p) for p in parts):
-        return np.stack(parts, axis=axis)
-    return _known(np.stack([_as_object(p) for p in parts], axis=axis))
+def _join_rule(join):
+    """The rule of an op joining its inputs along its `axis` attr with `join` (np.stack, np.concatenate)."""
+    def rule(t, ev):
+        axis = t.op.attrs["axis"]
+        parts = []
+        for x in t.op.inputs:
+            v = ev(x)
+            if v is None:
+                shape = _static_shape(x)
+                if shape is None:
+                    return None
+                v = np.full(shape, None, dtype=object)
+            parts.append(v)
+        if all(_fully_known(p) for p in parts):
+            return join(parts, axis=axis)
+        return _known(join([_as_object(p) for p in parts], axis=axis))
+    return rule
 
 
-def _concat_rule(t, ev):
-    axis = t.op.attrs["axis"]
-    parts = []
-    for x in t.op.inputs:
-        v = ev(x)
-        if v is None:
-            shape = _static_shape(x)
-            if shape is None:
-                return None
-            v = np.full(shape, None, dtype=object)
-        parts.append(v)
-    if all(_fully_known(p) for p in parts):
-        return np.concatenate(parts, axis=axis)
-    return _known(np.concatenate([_as_object(p) for p in parts], axis=axis))
+_pack_rule = _join_rule(np.stack)
+_concat_rule = _join_rule(np.concatenate)
 
 
 def _strided_slice_rule(t, ev):
