@@ -33,13 +33,13 @@ from tapeflow.graph.function import function
 from tapeflow.graph.graph import Graph
 from tapeflow.graph.tensor_array import TensorArray
 from tapeflow.graph.scopes import control_dependencies, name_scope
-from tapeflow import compat, errors, linalg, math, nest, nn, random, test  # noqa: E402
+from tapeflow import bitwise, compat, errors, linalg, math, nest, nn, random, test  # noqa: E402
 
 __version__ = "0.1.0"
 
 # `name=` names graph ops (Note [op names] in graph/naming.py).
 from tapeflow.graph import naming as _naming  # noqa: E402
-_naming.name_public_functions([_sys.modules[__name__], compat.v1, linalg, math, nn, random])
+_naming.name_public_functions([_sys.modules[__name__], bitwise, compat.v1, linalg, math, nn, random])
 
 # Like TensorFlow's kernels, ours are silent about floating-point exceptions
 # (log(0) = -inf, 1/0 = inf): NumPy's RuntimeWarnings from our modules are hidden.

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tapeflow
-from differential import same
+from differential import compare, run_both, same
 
 # -- constant / convert_to_tensor: dtype inference --------------------------------------
 
@@ -335,10 +335,6 @@ def _operand(tf, kind):
     ("f32", "np_f32"), ("np_f32", "f32"), ("i32", "np_i32"), ("f32", "np_f64"), ("np_scalar_f32", "f32"),
 ])
 def test_binary_operators(op, left, right):
-    if (op, left, right) == ("add", "i32", "py_float"):
-        pytest.skip("TensorFlow's + alone converts with a dtype hint (InvalidArgumentError); "
-                    "tapeflow raises TypeError like TensorFlow's other operators")
-
     def prog(tf):
         out = OPERATORS[op](_operand(tf, left), _operand(tf, right))
         return out
@@ -362,11 +358,8 @@ def test_integer_negative_power():
     same(lambda tf: tf.constant(2) ** tf.constant(-1))
 
 
-_NO_BITWISE = pytest.mark.xfail(reason="tapeflow has no BitwiseAnd/Or/Xor/Invert ops yet (&|^~ on integers)")
-
-
 @pytest.mark.parametrize("op", ["and", "or", "xor", "invert"])
-@pytest.mark.parametrize("kind", ["bool", pytest.param("int", marks=_NO_BITWISE), pytest.param("float", marks=_NO_BITWISE)])
+@pytest.mark.parametrize("kind", ["bool", "int", "float"])
 def test_logical_and_bitwise_operators(op, kind):
     def prog(tf):
         values = {"bool": ([True, True, False, False], [True, False, True, False]),
@@ -445,6 +438,69 @@ def test_operators_are_differentiable():
 
 def test_operator_with_unsupported_type():
     same(lambda tf: tf.constant(1.0) + object())
+
+
+# A Python value that does not fit the tensor's dtype: `+` (and `/`) convert it with the
+# dtype as a hint only and fail in the op; the other operators fail converting it.
+INT_AND_FLOAT_OPERANDS = {
+    "add": (lambda tf, t: t + 2.5, "InvalidArgumentError",
+            "cannot compute AddV2 as input #1(zero-based) was expected to be a int32 tensor but is a float tensor"),
+    "add_integral_float": (lambda tf, t: t + 2.0, "InvalidArgumentError", "expected to be a int32 tensor"),
+    "add_list": (lambda tf, t: t + [1.5, 2.0], "InvalidArgumentError", "but is a float tensor"),
+    "add_complex": (lambda tf, t: t + 1j, "InvalidArgumentError", "but is a complex128 tensor"),
+    "add_to_variable": (lambda tf, t: tf.Variable([1, 2]) + 2.5, "InvalidArgumentError", "[Op:AddV2]"),
+    "radd": (lambda tf, t: 2.5 + t, "TypeError", "Cannot convert 2.5 to EagerTensor of dtype int32"),
+    "radd_variable": (lambda tf, t: 2.5 + tf.Variable([1, 2]), "TypeError", "Cannot convert 2.5"),
+    "mul": (lambda tf, t: t * 2.5, "TypeError", "Cannot convert 2.5 to EagerTensor of dtype int32"),
+    "rmul": (lambda tf, t: 2.5 * t, "TypeError", "Cannot convert 2.5 to EagerTensor of dtype int32"),
+    "sub": (lambda tf, t: t - 2.5, "TypeError", "Cannot convert 2.5 to EagerTensor of dtype int32"),
+    "floordiv": (lambda tf, t: t // 2.5, "TypeError", "Cannot convert 2.5"),
+    "pow": (lambda tf, t: t ** 2.5, "TypeError", "Cannot convert 2.5"),
+    "mul_list": (lambda tf, t: t * [1.5, 2.0], "TypeError", "Cannot convert [1.5, 2.0] to EagerTensor of dtype int32"),
+    "truediv": (lambda tf, t: t / 2.5, "TypeError", "`x` and `y` must have the same dtype, got tf.int32 != tf.float32"),
+    "less": (lambda tf, t: t < 2.5, "TypeError", "Cannot convert 2.5"),
+    "in_function": (lambda tf, t: tf.function(lambda: t + 2.5)(), "TypeError", ""),
+    "mul_in_function": (lambda tf, t: tf.function(lambda: t * 2.5)(), "TypeError", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(INT_AND_FLOAT_OPERANDS))
+def test_int_tensor_with_python_float(name):
+    fn, error, message = INT_AND_FLOAT_OPERANDS[name]
+    ours, theirs = run_both(lambda tf: fn(tf, tf.constant([1, 2])))
+    compare(ours, theirs)
+    assert type(ours.exc).__name__ == error and message in str(ours.exc), repr(ours)
+
+
+def test_operands_follow_the_tensor_dtype():
+    def prog(tf):
+        t = tf.constant([1, 2])
+        return (t + 2, t + True, t & True, t + np.int64(3), tf.constant([1.0, 2.0]) + 2, 3 + t,
+                tf.constant([1], tf.int8) + 100)
+    same(prog)
+
+
+def test_without_tensors_the_first_value_sets_the_dtype():
+    def prog(tf):
+        return (tf.multiply(np.array([1.5]), 2.0), tf.multiply(2.0, np.array([1.5])),
+                tf.maximum(np.array([1], np.int16), 3), tf.multiply([1, 2], np.int16(3)), tf.multiply(2.5, 3),
+                tf.multiply(np.array([1.5]), np.array([2], np.float32)), tf.pow(np.array([2], np.int64), 2))
+    same(prog)
+    same(lambda tf: tf.multiply(2, 3.5))
+
+
+def test_reflected_operator_of_the_other_operand_is_used():
+    class Operand:
+        def __radd__(self, other):
+            return "radd"
+
+        def __rmul__(self, other):
+            return NotImplemented
+
+    t = tapeflow.constant([1, 2])
+    assert t + Operand() == "radd"
+    with pytest.raises(ValueError, match="unsupported type"):   # the conversion error stands
+        t * Operand()
 
 
 def test_in_place_operators_rebind():

@@ -104,7 +104,8 @@ def op(type_, dtypes=None, same_dtype=True, num_outputs=1, stateful=False):
 
 
 def convert_inputs(values, same_dtype=True):
-    """Converts op arguments to tensors; Python values take the dtype of the first tensor."""
+    """Converts op arguments to tensors; Python values take the dtype of the first tensor,
+    or, when there is none, that of the first value (TF's args_to_matching_eager)."""
     if not same_dtype:
         return [convert_to_tensor(v) for v in values]
     dtype = None
@@ -112,6 +113,9 @@ def convert_inputs(values, same_dtype=True):
         if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
             dtype = v.dtype
             break
+    if dtype is None and values:
+        first = convert_to_tensor(values[0])
+        return [first] + [convert_like(v, first.dtype) for v in values[1:]]
     return [v if type(v) is Tensor else convert_like(v, dtype) for v in values]
 
 

@@ -1,41 +1,83 @@
-"""Python operators on Tensor and Variable, mapped to tapeflow ops (TF's operator overloads)."""
+"""Python operators on Tensor and Variable, mapped to tapeflow ops (TF's operator overloads).
 
-from tapeflow.framework.op_def import Op, execute_binary
-from tapeflow.framework.tensor import Tensor
+Note [operator conversion]: as in TensorFlow, a Python or NumPy operand takes the
+dtype of the tensor beside it, and when that fails the error is raised (after the
+operand's own reflected operator had its chance), not turned into NotImplemented:
+`int_tensor * 2.5` raises TypeError "Cannot convert 2.5 to EagerTensor of dtype
+int32".  `+` alone converts its right operand with the tensor's dtype as a hint
+only (TF's `_add_dispatch`), so `int_tensor + 2.5` reaches AddV2 as a float32
+tensor and fails there with InvalidArgumentError, and `/` likewise reaches
+truediv's dtype check (TypeError "`x` and `y` must have the same dtype");
+`2.5 + int_tensor` raises TypeError like the other operators.
+"""
+
+import numpy as np
+
+from tapeflow.framework.context import state
+from tapeflow.framework.op_def import Op, convert_like, execute_binary
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.variables import Variable
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import array_ops, bitwise_ops, math_ops
 
 
-def _binary(fn):
-    if isinstance(fn, Op):                  # fast path: both operands are tensors
+def _binary(fn, name, op_=None):
+    """Forward and reflected methods of one operator; `op_` (default: `fn` when it is an
+    Op) runs directly on two tensors."""
+    op_ = op_ or (fn if isinstance(fn, Op) else None)
+    if op_ is not None:                     # fast path: both operands are tensors
         def forward(x, y):
             if type(y) is Tensor and type(x) is Tensor:
-                return execute_binary(fn, x, y)
+                return execute_binary(op_, x, y)
             try:
                 return fn(x, y)
-            except TypeError:
-                return NotImplemented
+            except (TypeError, ValueError) as e:
+                return _reflected(name, x, y, e)
     else:
         def forward(x, y):
             try:
                 return fn(x, y)
-            except TypeError:
-                return NotImplemented
+            except (TypeError, ValueError) as e:
+                return _reflected(name, x, y, e)
 
     def reverse(x, y):
-        try:
-            return fn(y, x)
-        except TypeError:
-            return NotImplemented
+        return fn(y, x)                     # a failed conversion of y raises (Note [operator conversion])
     return forward, reverse
 
 
-def _logical_or_bitwise(logical, name):
+def _reflected(name, x, y, error):
+    """`y`'s own reflected operator, when it has one that accepts `x`; else `error` is raised."""
+    r_op = getattr(type(y), f"__r{name}__", None)
+    if r_op is not None:
+        try:
+            out = r_op(y, x)
+        except (TypeError, ValueError):
+            out = NotImplemented
+        if out is not NotImplemented:
+            return out
+    raise error
+
+
+def _hinted(fn):
+    """`fn(x, y)` with y converted with x's dtype as a hint only (Note [operator conversion])."""
+    def hinted(x, y):
+        if type(y) is not Tensor and isinstance(x, Tensor) and not state.graphs and not (
+                isinstance(y, Tensor) or hasattr(y, "_as_tensor")):
+            try:
+                y = convert_like(y, x.dtype)
+            except TypeError:
+                own = convert_to_tensor(y)
+                if own._value.dtype.kind in "iu" and x._value.dtype.kind in "iu":
+                    raise          # an integer out of x's range: refused, not wrapped like TF
+                y = own            # another kind: `fn` reports the dtype mismatch
+        return fn(x, y)
+    return hinted
+
+
+def _logical_or_bitwise(logical, bitwise):
+    """&, | and ^: logical ops on bool tensors, bitwise ops on the others (as in TensorFlow)."""
     def fn(x, y):
         x, y = math_ops._binary_inputs(x, y)
-        if x._value.dtype.kind != "b":
-            raise TypeError(f"operator {name} is defined for bool tensors only, got {x.dtype.name}")
-        return logical(x, y)
+        return logical(x, y) if x._value.dtype.kind == "b" else bitwise(x, y)
     return fn
 
 
@@ -58,32 +100,29 @@ def _ne(x, y):
 
 
 def _broadcastable(x, y):
-    import numpy as np
-    try:
-        np.broadcast_shapes(x._value.shape, y._value.shape)
+    try:            # an unknown dim (None, graphs) is compatible with any size
+        np.broadcast_shapes(*[tuple(1 if d is None else d for d in t._value.shape) for t in (x, y)])
     except ValueError:
         return False
     return True
 
 
 def _scalar_bool(value):
-    import numpy as np
     return Tensor(np.asarray(value))
 
 
 def _invert(x):
-    if x.dtype.is_bool:
-        return math_ops.logical_not(x)
-    raise TypeError(f"operator ~ is defined for bool tensors only, got {x.dtype.name}")
+    return math_ops.logical_not(x) if x.dtype.is_bool else bitwise_ops.invert(x)
 
 
+_FAST = {"add": math_ops.add}            # ops of operators defined as functions
 _BINARY = {
-    "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
-    "truediv": math_ops.truediv, "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
+    "add": _hinted(math_ops.add), "sub": math_ops.subtract, "mul": math_ops.multiply,
+    "truediv": _hinted(math_ops.truediv), "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
     "pow": math_ops.pow, "matmul": math_ops.matmul,
-    "and": _logical_or_bitwise(math_ops.logical_and, "&"),
-    "or": _logical_or_bitwise(math_ops.logical_or, "|"),
-    "xor": _logical_or_bitwise(math_ops.logical_xor, "^"),
+    "and": _logical_or_bitwise(math_ops.logical_and, bitwise_ops.bitwise_and),
+    "or": _logical_or_bitwise(math_ops.logical_or, bitwise_ops.bitwise_or),
+    "xor": _logical_or_bitwise(math_ops.logical_xor, bitwise_ops.bitwise_xor),
 }
 _COMPARE = {"lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater, "ge": math_ops.greater_equal}
 _UNARY = {"neg": math_ops.negative, "abs": math_ops.abs, "invert": _invert}
@@ -91,7 +130,7 @@ _UNARY = {"neg": math_ops.negative, "abs": math_ops.abs, "invert": _invert}
 
 def _install(cls, convert):
     for name, fn in _BINARY.items():
-        forward, reverse = _binary(fn)
+        forward, reverse = _binary(fn, name, _FAST.get(name))
         setattr(cls, f"__{name}__", convert(forward))
         setattr(cls, f"__r{name}__", convert(reverse))
     for name, fn in _COMPARE.items():

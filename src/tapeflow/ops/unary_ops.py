@@ -17,7 +17,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES
 from tapeflow.framework.op_def import no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, cast, complex, div_no_nan, zeros_like
+from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
@@ -112,9 +112,13 @@ def sqrt(x):
     return np.sqrt(x)
 
 
+# Note [zero upstream gradient]: TensorFlow's SqrtGrad and RsqrtGrad kernels give 0
+# where dy is 0, even where the derivative is infinite (sqrt at 0) or NaN, so that
+# `tf.where(x > 0, tf.sqrt(x), 0.)` has gradient 0 at x = 0; multiply_no_nan does that.
+
 @sqrt.def_grad(uses_outputs=True)
 def _sqrt_grad(op, dy):
-    return dy * 0.5 / _c(op.outputs[0])                 # d sqrt x = dx / (2 sqrt x)
+    return _mul_no_nan(0.5 / _c(op.outputs[0]), dy)     # d sqrt x = dx / (2 sqrt x); Note [zero upstream gradient]
 
 
 @op("Rsqrt", dtypes=INEXACT_TYPES)
@@ -125,7 +129,7 @@ def rsqrt(x):
 @rsqrt.def_grad(uses_outputs=True)
 def _rsqrt_grad(op, dy):
     y = _c(op.outputs[0])
-    return dy * -0.5 * y * y * y                        # d x^(-1/2) = -x^(-3/2)/2 dx
+    return _mul_no_nan(-0.5 * y * y * y, dy)            # d x^(-1/2) = -x^(-3/2)/2 dx; Note [zero upstream gradient]
 
 
 @op("Reciprocal", dtypes=INEXACT_TYPES)
