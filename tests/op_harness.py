@@ -452,11 +452,14 @@ def run_unknown_dims(spec, case_index, mode):
 
 def define_unknown_dims_tests(specs, namespace, xfail=()):
     """Adds `test_unknown_dims` (see `run_unknown_dims`), first shape case of each
-    row, for `specs` to a test module's namespace; rows named in `xfail` are strict xfails."""
+    row, for `specs` to a test module's namespace; rows named in `xfail` are strict xfails
+    (a name "row-mode" marks one mode only; a dict maps names to reasons)."""
     params = []
     for s in specs:
         for mode in UNKNOWN_DIMS_MODES:
-            marks = [pytest.mark.xfail(strict=True, reason="unknown dims not handled yet")] if s.name in xfail else []
+            key = next((k for k in (s.name, f"{s.name}-{mode}") if k in xfail), None)
+            reason = xfail[key] if isinstance(xfail, dict) and key else "unknown dims not handled yet"
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if key else []
             params.append(pytest.param(s, 0, mode, id=f"{s.name}-{mode}", marks=marks))
 
     @pytest.mark.parametrize("spec,case,mode", params)
@@ -464,3 +467,47 @@ def define_unknown_dims_tests(specs, namespace, xfail=()):
         run_unknown_dims(spec, case, mode)
 
     namespace.update(test_unknown_dims=test_unknown_dims)
+
+
+def traced_with_dims(module, fn, arrays, dims):
+    """`fn(module, *inputs)` traced by `module.function` for inputs of static dims `dims` (None: unknown),
+    run on `arrays`: its output's static shape, its value and the gradients of its float inputs (for
+    `differential.same`, so integer inputs such as indices or sizes can be symbolic too)."""
+    specs = [module.TensorSpec(d, module.as_dtype(a.dtype)) for a, d in zip(arrays, dims, strict=True)]
+    static = []
+
+    def f(*xs):
+        floats = [x for x in xs if x.dtype.is_floating]
+        with module.GradientTape() as tape:
+            tape.watch(floats)
+            out = fn(module, *xs)
+            static.append(out.shape.as_list())
+            y = module.reduce_sum(out * out)
+        return out, [module.convert_to_tensor(g) for g in tape.gradient(y, floats)]
+
+    out, grads = module.function(f, input_signature=specs)(*[module.constant(a) for a in arrays])
+    return static[0], out, grads
+
+
+def static_shapes_program(fn, *shapes, dtype="float64"):
+    """A differential program (see `differential.same`): `fn(tf, *placeholders)` built in a graph on
+    placeholders of `shapes` (None: an unknown dim); it returns the outputs' static shapes."""
+    def program(tf):
+        with tf.Graph().as_default():
+            out = fn(tf, *[tf.compat.v1.placeholder(tf.as_dtype(dtype), s) for s in shapes])
+        return [o.shape.as_list() for o in (out if isinstance(out, (list, tuple)) else [out])]
+    return program
+
+
+def traced_static_and_values(module, fn, specs, *args):
+    """`fn(module, *xs)` traced by `module.function` with `input_signature` from `specs`
+    ([(dims, dtype)], None for unknown dims) and run on `args`: (static output shapes, outputs)."""
+    static = []
+
+    def wrapped(*xs):
+        out = fn(module, *xs)
+        static.append([o.shape.as_list() for o in module.nest.flatten(out)])
+        return out
+    signature = [module.TensorSpec(dims, dtype) for dims, dtype in specs]
+    out = module.function(wrapped, input_signature=signature)(*args)
+    return static[0], out

@@ -16,7 +16,9 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops
+from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.ops import math_ops, shape_tensors
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -69,8 +71,11 @@ _UNIFORM = _FLOATS + (dtypes.int32, dtypes.int64)
 
 def _shape(shape, type_):
     """The shape argument as a 1-D integer tensor (checked now when its value is known)."""
-    if isinstance(shape, Tensor) and not isinstance(shape._value, np.ndarray):
-        return shape                                  # symbolic: checked when the graph runs
+    sizes = shape_tensors.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
+    if isinstance(sizes, Tensor):
+        return sizes                                  # checked when the graph runs
+    if sizes is not None:
+        shape = sizes
     value = shape._value if isinstance(shape, Tensor) else shape
     dims = np.asarray(value, dtype=np.int64)
     if dims.ndim != 1:
@@ -126,8 +131,10 @@ def _random_uniform(shape, dtype, seed):
 
 
 @op("RandomUniformInt", same_dtype=False, stateful=True)
-def _random_uniform_int(shape, dtype, seed, minval, maxval):
+def _random_uniform_int(shape, minval, maxval, dtype, seed):
+    # the bounds are attrs, or scalar inputs when known only as a graph runs (Note [size inputs])
     shape = tuple(shape.tolist())
+    minval, maxval = int(minval), int(maxval)
     if minval >= maxval:
         raise ValueError(f"Need minval < maxval, got {minval} >= {maxval}")
     return _generator(seed).integers(minval, maxval, shape, dtype=dtype)
@@ -169,9 +176,10 @@ def _meta(shape, dtype):
     return [Meta(tuple(shape), np.dtype(dtype))]
 
 
-def _sample_meta(shape, dtype, **_):
-    known = isinstance(shape, np.ndarray)
-    return _meta(shape.tolist() if known else (None,) * (shape.shape[0] or 0), dtype)
+@shape_tensors.reads_inputs
+def _sample_meta(shape, *_, dtype, **__):
+    """The sample's shape: the entries of the shape tensor known while building."""
+    return _meta(shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "random"), "random"), dtype)
 
 
 for _sampler in (_standard_normal, _random_uniform, _random_uniform_int, _truncated_normal):
@@ -232,19 +240,33 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
     if dtype.is_integer:
         if maxval is None:
             raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
-        bounds = [np.asarray(convert_to_tensor(v, dtype=dtype)._value) for v in (minval, maxval)]
+        bounds = [_int_bound(v, dtype) for v in (minval, maxval)]
         for what, b in zip(("minval", "maxval"), bounds, strict=True):
-            if b.ndim:
+            dims = tuple(b._value.shape) if isinstance(b, Tensor) else np.shape(b)
+            if dims and isinstance(b, Tensor):          # graphs: found by shape inference, as in TensorFlow
+                raise ValueError(f"{what} must be a scalar; got a tensor of shape {list(dims)} [Op:RandomUniformInt]")
+            if dims:
                 raise InvalidArgumentError(None, "RandomUniformInt",
-                                           f"{what} must be 0-D, got shape {list(b.shape)} [Op:RandomUniformInt]")
-        return execute(_random_uniform_int, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed),
-                                                       "minval": int(bounds[0]), "maxval": int(bounds[1])})
+                                           f"{what} must be 0-D, got shape {list(dims)} [Op:RandomUniformInt]")
+        attrs = {"dtype": dtype._np, "seed": _seed_attr(seed)}
+        if any(isinstance(b, Tensor) for b in bounds):        # bounds read when the graph runs
+            return execute(_random_uniform_int, (shape, *[convert_to_tensor(b) for b in bounds]), attrs)
+        return execute(_random_uniform_int, (shape,), dict(attrs, minval=int(bounds[0]), maxval=int(bounds[1])))
     maxval = 1 if maxval is None else maxval
     sample = execute(_random_uniform, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     if isinstance(minval, Tensor) or isinstance(maxval, Tensor) or np.ndim(minval) or np.ndim(maxval):
         lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
         return _affine(sample, math_ops.subtract(hi, lo), lo, dtype)
     return _affine(sample, float(maxval) - float(minval), float(minval), dtype)
+
+
+def _int_bound(value, dtype):
+    """An integer bound of `uniform`: a NumPy value when known now, else a symbolic scalar tensor."""
+    t = convert_to_tensor(value, dtype=dtype)     # TypeError for values that do not fit dtype
+    if isinstance(t, SymbolicTensor):             # graphs (Python values become constants there too)
+        known = constant_value(t)
+        return t if known is None else np.asarray(known)
+    return np.asarray(t._value)
 
 
 def shuffle(value, seed=None, name=None):

@@ -483,8 +483,6 @@ def test_indexed_slices_returned_from_function():
     assert isinstance(out["grad"], tapeflow.IndexedSlices)
 
 
-@pytest.mark.xfail(strict=True, reason="variables made inside a tf.function need eager initial values in tapeflow; "
-                   "TF lifts a graph-computed initializer out of the function")
 def test_lazily_created_variable_with_graph_initial_value():
     def prog(tf):
         class Scale:
@@ -501,8 +499,6 @@ def test_lazily_created_variable_with_graph_initial_value():
     same(prog)
 
 
-@pytest.mark.xfail(strict=True, reason="TF raises ValueError when a tf.function creates variables on every "
-                   "trace (non-singleton variables); tapeflow makes a new variable each trace")
 def test_variable_created_on_every_call_raises():
     def prog(tf):
         @tf.function

@@ -245,10 +245,8 @@ def test_tape_through_function_with_gather():
     same(prog)
 
 
-@pytest.mark.xfail(strict=True, reason="the call op's backward function densifies IndexedSlices "
-                   "(function._trace_backward); TensorFlow returns them as IndexedSlices")
 def test_tape_through_function_gather_structure():
-    """TF keeps an IndexedSlices through the call's backward function; tapeflow densifies it."""
+    """The call's backward function keeps an IndexedSlices gradient an IndexedSlices, like TF."""
     def prog(tf):
         @tf.function
         def f(p):
@@ -258,4 +256,93 @@ def test_tape_through_function_gather_structure():
             t.watch(p)
             y = f(p)
         return t.gradient(y, p)
+    same(prog)
+
+
+# -- IndexedSlices through the call's backward function ----------------------------------------------
+
+def test_call_gradient_indexed_slices_of_argument_and_variable():
+    def prog(tf):
+        v = tf.Variable(np.arange(12.0, dtype=np.float32).reshape(4, 3))
+
+        @tf.function
+        def f(p, i):
+            return tf.reduce_sum(tf.gather(p, [1, 1]) * 2.0) + tf.reduce_sum(tf.gather(v, i) ** 2)
+        p = tf.constant([1.0, 2.0, 3.0, 4.0])
+        with tf.GradientTape() as t:
+            t.watch(p)
+            y = f(p, tf.constant([[0, 2], [2, 3]]))
+        gp, gv = t.gradient(y, [p, v])
+        return gp, gv, tf.convert_to_tensor(gv)
+    same(prog)
+
+
+def test_call_gradient_dense_plus_sparse_is_dense():
+    def prog(tf):
+        @tf.function
+        def f(p):
+            return tf.reduce_sum(tf.gather(p, [1, 1])) + tf.reduce_sum(p)
+        p = tf.constant([1.0, 2.0, 3.0, 4.0])
+        with tf.GradientTape() as t:
+            t.watch(p)
+            y = f(p)
+        return t.gradient(y, p)
+    same(prog)
+
+
+def test_call_gradient_indexed_slices_second_order():
+    def prog(tf):
+        @tf.function
+        def f(p):
+            return tf.reduce_sum(tf.gather(p, [0, 2, 2]) ** 3)
+        p = tf.constant([1.0, 2.0, 3.0])
+        with tf.GradientTape() as outer:
+            outer.watch(p)
+            with tf.GradientTape() as inner:
+                inner.watch(p)
+                y = f(p)
+            g = inner.gradient(y, p)
+            s = tf.reduce_sum(tf.convert_to_tensor(g))
+        return g, outer.gradient(s, p)
+    same(prog)
+
+
+def test_nested_call_indexed_slices_in_graph():
+    def prog(tf):
+        v = tf.Variable([1.0, 2.0, 3.0])
+
+        @tf.function
+        def inner(i):
+            return tf.reduce_sum(tf.gather(v, i) * 3.0)
+
+        @tf.function
+        def gradients_of_call(i):
+            return tf.gradients(inner(i), v)[0]
+
+        @tf.function
+        def sparse_step(i):
+            with tf.GradientTape() as t:
+                y = inner(i)
+            g = t.gradient(y, v)
+            v.scatter_sub(tf.IndexedSlices(g.values * 0.1, g.indices))
+            return y
+        return gradients_of_call(tf.constant([0, 0, 2])), sparse_step(tf.constant([0, 0, 2])), v
+    same(prog)
+
+
+def test_second_order_through_call_with_variable():
+    def prog(tf):
+        v = tf.Variable(3.0)
+
+        @tf.function
+        def f(x):
+            return x * x * v
+        x = tf.constant(2.0)
+        with tf.GradientTape(persistent=True) as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                y = f(x)
+            g = inner.gradient(y, x)
+        return g, outer.gradient(g, [x, v])
     same(prog)

@@ -292,3 +292,182 @@ def test_fetch_operation_returns_none():
                 sess.run(tf.compat.v1.global_variables_initializer())
             return sess.run([op], {x: 2.0}), sess.run(v.read_value())
     same(prog)
+
+
+# -- variables in TF1 graphs: collections, initializers, per-session values ----------------------
+
+def test_variable_collections_names_and_initializers():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            with tf.name_scope("block"):
+                v = tf.Variable(1.0)
+                w = tf.Variable(2.0, name="w")
+            x = tf.compat.v1.Variable(3.0, trainable=False)
+            init = tf.compat.v1.global_variables_initializer()
+            names = ([u.name for u in tf.compat.v1.global_variables()],
+                     [u.name for u in tf.compat.v1.trainable_variables()],
+                     [u.name for u in tf.compat.v1.global_variables("block")],
+                     v.initializer.name, w.initializer.type, v.initial_value.shape, v.shape, v.dtype,
+                     x.trainable, isinstance(x, tf.Variable), init.name, init.type,
+                     sorted(c.name for c in init.control_inputs))
+        return (names, [u.name for u in tf.compat.v1.global_variables()], tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.variables_initializer([]), tf.Variable(1.0).initializer)
+    same(prog)
+
+
+UNINITIALIZED = {
+    "fetch_variable": lambda tf, v: v,
+    "read": lambda tf, v: v.read_value() * 2.0,
+    "assign_add": lambda tf, v: v.assign_add([1.0, 1.0]),
+    "scatter_add": lambda tf, v: v.scatter_add(tf.IndexedSlices(tf.constant([1.0]), tf.constant([0]))),
+    "assign_initializes": lambda tf, v: v.assign([5.0, 5.0]),
+}
+
+
+@pytest.mark.parametrize("name", list(UNINITIALIZED))
+def test_variable_before_its_initializer(name):
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable([1.0, 2.0])
+            fetch = UNINITIALIZED[name](tf, v)
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run(fetch), sess.run(v)     # two runs: TF1 does not order a write and a read in one
+    same(prog)
+
+
+def test_variable_writes_in_session():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable([1.0, 2.0, 3.0])
+            a = v.assign_add([1.0, 1.0, 1.0])
+            s = v.scatter_add(tf.IndexedSlices(tf.constant([10.0]), tf.constant([1])))
+            n = v.scatter_nd_update([[2]], [7.0])
+            b = v.assign([0.0, 0.0, 0.0], read_value=False)
+            c = a * 2.0                        # reads after the write a runs
+        with tf.compat.v1.Session(graph=g) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            out = [sess.run(a), sess.run(a), sess.run(s), sess.run(s), sess.run(n), sess.run(v), sess.run(b),
+                   sess.run(v), sess.run(c)]
+            return out, type(b).__name__, b.type, a.op.type, s.op.type, n.op.type
+    same(prog)
+
+
+def test_writes_are_not_ordered_without_control_dependencies():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(1.0)
+            v.assign(10.0)
+            b = v.assign_add(2.0)
+            r = v.read_value()
+            with tf.control_dependencies([b]):
+                after = v.read_value()
+        with tf.compat.v1.Session(graph=g) as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            return sess.run(b), sess.run(r), sess.run(b), sess.run(r), sess.run(after)
+    same(prog)
+
+
+def test_variables_initializer_subset_and_rerun():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable([1.0, 2.0], name="v")
+            w = tf.Variable(v.initial_value * 2.0, name="w")
+            u = tf.Variable(3.0)
+            init = tf.compat.v1.variables_initializer([v, w])
+            up = v.assign_add([1.0, 1.0])
+        with tf.compat.v1.Session(graph=g) as sess:
+            sess.run(init)
+            first = sess.run([v, w])
+            sess.run(up)
+            sess.run(v.initializer)
+            return first, sess.run(v), run(lambda _: sess.run(u), None), init.name
+    same(prog)
+
+
+def test_initial_value_from_placeholder():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            ph = tf.compat.v1.placeholder(tf.float32, [2])
+            v = tf.Variable(ph * 2.0)
+        with tf.compat.v1.Session(graph=g) as sess:
+            missing = run(lambda _: sess.run(v.initializer), None)
+            sess.run(v.initializer, {ph: [1.0, 2.0]})
+            return missing, sess.run(v), v.shape
+    same(prog)
+
+
+def test_each_session_has_its_own_variable_values():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(1.0)
+            up = v.assign_add(1.0)
+            init = tf.compat.v1.global_variables_initializer()
+        first, second = tf.compat.v1.Session(graph=g), tf.compat.v1.Session(graph=g)
+        first.run(init)
+        second.run(init)
+        first.run(up)
+        first.run(up)
+        second.run(up)
+        return first.run(v), second.run(v), run(lambda _: tf.compat.v1.Session(graph=g).run(v), None)
+    same(prog)
+
+
+def test_training_loop_with_v1_gradients():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [None, 2])
+            y = tf.compat.v1.placeholder(tf.float32, [None])
+            w = tf.compat.v1.Variable([[0.5], [-0.5]], name="w")
+            b = tf.Variable(0.0, name="b")
+            loss = tf.reduce_mean((tf.reshape(tf.matmul(x, w), [-1]) + b - y) ** 2)
+            gw, gb = tf.compat.v1.gradients(loss, [w, b])
+            train = [w.assign_sub(0.1 * gw), b.assign_sub(0.1 * gb)]
+            init = tf.compat.v1.global_variables_initializer()
+        feed = {x: np.array([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]], np.float32), y: np.array([1.0, 2.0, 0.0], np.float32)}
+        with tf.compat.v1.Session(graph=g) as sess:
+            sess.run(init)
+            losses = []
+            for _ in range(4):
+                losses.append(sess.run(loss, feed))
+                sess.run(train, feed)
+            return losses, sess.run([w, b])
+    same(prog)
+
+
+def test_session_graph_is_the_default_inside():
+    def prog(tf):
+        g = tf.Graph()
+        with g.as_default():
+            v = tf.Variable(2.0)
+            f = tf.function(lambda x: v * x)
+            out = f(tf.constant(3.0))
+        with tf.compat.v1.Session(graph=g) as sess:
+            inside = (tf.executing_eagerly(), tf.compat.v1.get_default_graph() is g)
+            sess.run(tf.compat.v1.global_variables_initializer())
+            r = v * 3.0
+            return inside, sess.run([r, out]), tf.executing_eagerly()
+    same(prog)
+
+
+def test_eager_and_graph_variable_misuse():
+    def fetch_eager(tf):
+        v = tf.Variable(1.0)
+        g = tf.Graph()
+        with g.as_default():
+            tf.constant(1.0)
+        with tf.compat.v1.Session(graph=g) as sess:
+            return sess.run(v)
+
+    def graph_numpy(tf):
+        with tf.Graph().as_default():
+            return tf.Variable(1.0).numpy()
+    assert isinstance(same(fetch_eager), Raised)
+    assert isinstance(same(graph_numpy), Raised)

@@ -10,7 +10,8 @@ import pytest
 
 import tapeflow
 from differential import same
-from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests, distinct
+from op_harness import (OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests,
+                        distinct, traced_with_dims)
 
 SQ = {"square_outputs": True}
 
@@ -146,6 +147,12 @@ GRAPH_EXCLUDED = {"where_coordinates", "shape_size_unknown_dims"}
 
 define_tests(SPECS, globals())
 define_graph_tests([s for s in SPECS if s.name not in GRAPH_EXCLUDED], globals())
+define_unknown_dims_tests(SPECS, globals(), xfail={
+    # TensorFlow gives tf.squeeze without `axis` an unknown rank; tapeflow graphs need every tensor's rank.
+    "squeeze": "unknown rank",
+    # TensorFlow infers a call's output shapes from the callee's body run on the caller's shapes.
+    "shape_size_unknown_dims-batch": "no shape inference through function calls",
+})
 
 
 X = np.arange(12.0, dtype=np.float32).reshape(3, 4)
@@ -311,3 +318,22 @@ def test_split_and_unstack_gradients_with_unused_outputs():
             y = tf.reduce_sum(a ** 2) + tf.reduce_sum(b) + tf.reduce_sum(rows[1])
         return tape.gradient(y, x), tape.gradient(tf.identity_n([a, b])[1], x)
     same(program)
+
+
+_V = np.asarray([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+
+@pytest.mark.parametrize("call,arrays,dims", [
+    (lambda tf, a, b, n: tf.linspace(a, b, n), [_V[0, :1], _V[1], np.int32(4)], [[None], [None], []]),
+    (lambda tf, a, b, n: tf.linspace(a, b, n, axis=-1), [_V[0], _V[1], np.int32(1)], [[None], [3], []]),
+    (lambda tf, a, b, n: tf.linspace(a, b, n), [_V[0, 0], _V[1, 0], np.int32(-2)], [[], [], []]),
+    (lambda tf, x: tf.sort(x, axis=0, direction="DESCENDING"), [_V], [[None, None]]),
+    (lambda tf, x, y: tf.stack(tf.meshgrid(x, y, indexing="ij")), [_V[0], _V[1, :2]], [[None], [None]]),
+    (lambda tf, x: tf.tile(x, [0, 2]), [_V], [[None, 3]]),
+    (lambda tf, x: tf.slice(x, [1, 1], [1, -1]), [_V], [[None, None]]),
+    (lambda tf, x: tf.slice(x, [1, 1], [2, -1]), [_V], [[None, None]]),
+], ids=lambda v: "")
+def test_unknown_dims_like_tensorflow(call, arrays, dims):
+    """Sizes known only when the graph runs (a count as a graph input, broadcasting of unknown sizes,
+    blocks checked at run time): static shapes, values, gradients and errors as TensorFlow's."""
+    same(lambda tf: traced_with_dims(tf, call, arrays, dims))

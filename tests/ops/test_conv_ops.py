@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import tapeflow as tf
-from op_harness import OpSpec, define_tests, distinct, tf_module
+from differential import same
+from op_harness import OpSpec, define_tests, define_unknown_dims_tests, distinct, tf_module, traced_static_and_values
 
 
 def np_conv2d(x, w, strides=(1, 1), pads=((0, 0), (0, 0)), dilations=(1, 1)):
@@ -58,7 +59,9 @@ SPECS = [
            [((1, 5, 4, 2), (3, 3, 2, 2)), ((1, 4, 4, 1), (2, 2, 1, 1))]),
     OpSpec("conv2d_dilated", lambda tf, x, w: tf.nn.conv2d(x, w, 1, "VALID", dilations=2),
            lambda x, w: np_conv2d(x, w, dilations=(2, 2)), [((1, 6, 5, 2), (2, 2, 2, 2))],
-           dtypes=("float32",)),   # TensorFlow's float64 CPU kernels cannot differentiate dilated convolutions
+           # TensorFlow's CPU kernels differentiate dilated convolutions only where oneDNN runs them;
+           # atrous_conv2d (space_to_batch around a plain conv2d) is the same function everywhere
+           tf_fn=lambda tf, x, w: tf.nn.atrous_conv2d(x, w, 2, "VALID")),
     OpSpec("conv2d_explicit", lambda tf, x, w: tf.nn.conv2d(x, w, 1, [[0, 0], [1, 0], [2, 1], [0, 0]]),
            lambda x, w: np_conv2d(x, w, pads=((1, 0), (2, 1))), [((1, 4, 3, 2), (3, 3, 2, 2))]),
     OpSpec("conv1d", lambda tf, x, w: tf.nn.conv1d(x, w, 2, "SAME"),
@@ -82,6 +85,7 @@ SPECS = [
 ]
 
 define_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 # -- errors --------------------------------------------------------------------------
@@ -244,3 +248,25 @@ def test_max_pool_third_order_runs():
         s2 = tf.reduce_sum(dv)
     np.testing.assert_allclose(dv.numpy(), 4 * np.ones((1, 2, 2, 1)))
     np.testing.assert_allclose(t3.gradient(s2, v).numpy(), 12 * np.ones((1, 2, 2, 1)))
+
+
+def test_convolutions_and_pooling_with_sizes_known_at_run_time():
+    # conv2d_transpose to a run-time output shape, conv1d, 5-D conv2d and pooling with
+    # unknown dims: TensorFlow's static shapes, values and gradients
+    def fn(tf, x, w, x5):
+        n, h, wd = tf.shape(x)[0], tf.shape(x)[1], tf.shape(x)[2]
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            up = tf.nn.conv2d_transpose(x, w, tf.stack([n, 2 * h, 2 * wd, 2]), 2, "SAME")
+            line = tf.nn.conv1d(x[:, 0], w[0], 1, "VALID")
+            deep = tf.nn.conv2d(x5, tf.transpose(w, (0, 1, 3, 2)), 1, "SAME")
+            pooled = tf.nn.max_pool2d(x, 2, 1, "VALID") + tf.nn.avg_pool2d(x, 2, 1, "VALID")
+            total = tf.add_n([tf.reduce_sum(t) for t in (up, line, pooled)])
+        return [up, line, deep, pooled] + tape.gradient(total, [x, w])
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 4, 3, 3)).astype(np.float32)
+    w = rng.normal(size=(2, 2, 2, 3)).astype(np.float32)
+    x5 = rng.normal(size=(2, 2, 4, 3, 2)).astype(np.float32)
+    same(lambda tf: traced_static_and_values(
+        tf, fn, [([None, None, None, 3], tf.float32), ([None, None, None, None], tf.float32),
+                 ([None, None, None, None, 2], tf.float32)], x, w, x5), rtol=1e-4, atol=1e-5)

@@ -15,6 +15,11 @@ COVERED_ELSEWHERE = {
     "ReadVariableOp": "tests/eager, tests/framework: every gradient w.r.t. a Variable",
     "ResourceGather": "tests/eager: IndexedSlices gradients of tf.gather on a Variable",
     "AssignVariableOp": "tests/graph: variable writes inside tf.function and TF1 sessions",
+    **{t: "tests/graph/test_function_variables.py, tests/framework/test_variables.py: variable writes"
+       for t in ("AssignAddVariableOp", "AssignSubVariableOp", "ResourceScatterUpdate", "ResourceScatterAdd",
+                 "ResourceScatterSub", "ResourceScatterMul", "ResourceScatterDiv", "ResourceScatterMax",
+                 "ResourceScatterMin", "ResourceScatterNdUpdate", "ResourceScatterNdAdd", "ResourceScatterNdSub")},
+    "NoOp": "tests/graph/test_function_variables.py: TF1 variable initializers",
     "Const": "tests/graph: folded into plans, its kernel never runs",
     "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing",
 }

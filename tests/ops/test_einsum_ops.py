@@ -5,8 +5,12 @@ and TF-differential tests of their parsing and errors.
 import numpy as np
 import pytest
 
-from differential import same
-from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
+import tapeflow
+from differential import Raised, run_both, same
+from op_harness import (
+    OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests, static_shapes_program,
+    traced_with_dims,
+)
 
 
 def einsum(equation, *shapes, **kw):
@@ -58,6 +62,7 @@ for _spec in SPECS:   # a one-operand einsum is linear: square it to differentia
 
 define_tests(SPECS, globals())
 define_graph_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 @pytest.mark.parametrize("equation,shapes", [
@@ -138,3 +143,49 @@ def test_random_equations_like_tensorflow(seed):
     for _ in range(40):
         equation, arrays = _random_equation(rng)
         same(lambda tf: _einsum_and_gradients(tf, equation, arrays))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_equations_with_unknown_dims_like_tensorflow(seed):
+    """Random equations traced with all dims, or the first dim of each operand, unknown: static shapes,
+    values and gradients (or the exception class) like TensorFlow's (Note [einsum in graphs])."""
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(25):
+        equation, arrays = _random_equation(rng)
+        for hide_all in (True, False):
+            dims = [[None] * a.ndim if hide_all else [None] * min(a.ndim, 1) + list(a.shape[1:]) for a in arrays]
+            same(lambda tf: traced_with_dims(tf, lambda m, *xs: m.einsum(equation, *xs), arrays, dims))
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [[None, 3], [None, 4]]), ("ij,jk->ik", [[2, None], [3, None]]), ("ab,ab->ab", [[None, 2], [3, None]]),
+    ("ii->i", [[None, 3]]), ("ii", [[None, None]]), ("iji->j", [[None, 3, 2]]), ("ij->ji", [[None, 3]]),
+    ("...ij,...jk->...ik", [[None, 1, 2, 3], [None, 3, 2]]), ("...ij,...jk->...ik", [[2, None, 2, 3], [4, 3, 2]]),
+    ("...ij,...jk->...ik", [[2, None, 2, 3], [1, 3, 2]]), ("...i,...i->...", [[None, 3], [2, None]]),
+    ("...i,...i->...", [[0, 3], [None, None]]), ("i...->...", [[None, 3, 1]]), ("ij,jk->ik", [[2, 3], [4, None]]),
+    ("ij...,jk...->ik...", [[None, 3, 4], [None, 2, 1]]), ("...i,...i->...", [[2, 3], [3, None]]),
+    ("ij,jk->ik", [[None], [None, None]]), ("ab,b...->a", [[None, None], [None, None, None]]),
+])
+def test_einsum_static_shapes_with_unknown_dims_like_tensorflow(equation, shapes):
+    same(static_shapes_program(lambda tf, *xs: tf.einsum(equation, *xs), *shapes))
+
+
+@pytest.mark.parametrize("axes,shapes", [
+    (1, [[None, 3], [None, 4]]), (2, [[None, 3, 4], [None, 4]]), ([[0, 2], [2, 0]], [[None, 3, 4], [None, 1, 2]]),
+    (1, [[2, None], [None, 4]]), (0, [[None], [None]]), (1, [[2, 3], [4, 2]]),
+])
+def test_tensordot_static_shapes_with_unknown_dims_like_tensorflow(axes, shapes):
+    same(static_shapes_program(lambda tf, a, b: tf.tensordot(a, b, axes), *shapes))
+
+
+@pytest.mark.parametrize("call,shapes", [
+    (lambda tf, a, b: tf.einsum("ij,jk->ik", a, b), [(2, 3), (4, 2)]),
+    (lambda tf, a, b: tf.einsum("ij,ij->ij", a, b), [(3, 1), (1, 2)]),
+    (lambda tf, a, b: tf.einsum("...i,...i->...", a, b), [(2, 3), (3, 3)]),
+    (lambda tf, a, b: tf.tensordot(a, b, 1), [(2, 3), (4, 2)]),
+])
+def test_run_time_errors_with_unknown_dims_like_tensorflow(call, shapes):
+    arrays = [np.ones(s) for s in shapes]
+    ours, _ = run_both(lambda tf: traced_with_dims(tf, call, arrays, [[None, None]] * len(arrays)))
+    assert isinstance(ours, Raised) and isinstance(ours.exc, tapeflow.errors.InvalidArgumentError), ours
+    same(lambda tf: traced_with_dims(tf, call, arrays, [[None, None]] * len(arrays)))

@@ -10,7 +10,7 @@ import scipy.special as sp
 
 from differential import Raised, compare, run_both, same
 from op_harness import (
-    OpSpec, above_one, any_real, away_from_zero, complex_of, define_tests, positive, unit,
+    OpSpec, above_one, any_real, away_from_zero, complex_of, define_tests, define_unknown_dims_tests, positive, unit,
 )
 
 BROADCAST = [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2,)), ((0, 3), (3,)), ((1,), ())]
@@ -211,6 +211,7 @@ SPECS = [
 ]
 
 define_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 # -- dtype rules, integer/half/complex forward results, errors: compared with TensorFlow ----
@@ -416,3 +417,28 @@ def test_math_namespace_has_tensorflow_names():
         assert hasattr(tf.math, name), name
         assert hasattr(tapeflow.math, name), f"tapeflow.math lacks {name}"
         assert hasattr(tapeflow, name) == hasattr(tf, name), f"top-level {name}: TensorFlow has it: {hasattr(tf, name)}"
+
+
+def test_static_shapes_with_unknown_dims_in_graphs():
+    # TensorFlow's shape functions: matmul batch broadcasting, broadcasting against 0 and 1, AddN merging
+    def prog(tf):
+        with tf.Graph().as_default():
+            def hold(shape):
+                return tf.compat.v1.placeholder(tf.float32, shape)
+            a, b, c, d = hold([None, 2, 3]), hold([3, None]), hold([None]), hold([0])
+            e, f = hold([None, 1, 4]), hold([5, None, None])
+            return [t.shape.as_list() for t in (
+                a @ b, tf.matmul(b, a, transpose_a=True, transpose_b=True), c + d, c < 1.0, e * f,
+                tf.where(c > 0, c, d), tf.math.add_n([hold([None, 3]), hold([2, None])]))]
+    same(prog)
+
+
+def test_incompatible_static_shapes_raise_while_building():
+    def matmul(tf):
+        with tf.Graph().as_default():
+            return tf.matmul(tf.compat.v1.placeholder(tf.float32, [None, 3]), tf.ones([4, 2]))
+    def add(tf):
+        with tf.Graph().as_default():
+            return tf.compat.v1.placeholder(tf.float32, [None, 3]) + tf.ones([2])
+    same(matmul)
+    same(add)

@@ -5,7 +5,11 @@ import pytest
 import scipy.special
 
 import tapeflow as tf
-from op_harness import OpSpec, any_real, away_from_zero, define_tests, positive, tf_module
+from differential import same
+from op_harness import (
+    OpSpec, any_real, away_from_zero, define_tests, define_unknown_dims_tests, positive, tf_module,
+    traced_static_and_values,
+)
 
 UNARY = [((3,),), ((),), ((2, 3),), ((0,),), ((1,),)]
 ROWS = [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),)]
@@ -152,6 +156,7 @@ SPECS += [
 ]
 
 define_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 # -- behaviours beyond the spec rows ------------------------------------------------
@@ -298,3 +303,46 @@ def test_moments_half_precision_and_ints():
     np.testing.assert_allclose(var.numpy(), [2.25] * 3)
     mean, var = tf.nn.moments(tf.constant([1, 2, 3]), [0])
     assert mean.dtype == tf.int32 and int(mean) == 2 and int(var) == 0
+
+
+def test_random_and_dropout_with_sizes_known_at_run_time():
+    def fn(tf, x, rate):
+        n = tf.shape(x)[0]
+        ints = tf.random.uniform([n, 3], 4, n + 5, dtype=tf.int32)
+        normal = tf.random.normal(tf.shape(x))
+        kept = tf.nn.dropout(x, rate)                         # a rate fed when the graph runs
+        rows = tf.nn.dropout(x, 0.0, noise_shape=[None, 1])
+        return [tf.shape(ints), tf.reduce_all(ints >= 4), tf.shape(normal), kept, rows]
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    same(lambda tf: traced_static_and_values(tf, fn, [([None, None], tf.float32), ([], tf.float32)], x, np.float32(0.0)))
+
+
+def test_bias_add_and_cross_entropy_with_unknown_dims():
+    def fn(tf, x, b, labels, broadcast):
+        with tf.GradientTape() as tape:
+            tape.watch([x, b])
+            y = tf.nn.bias_add(x, b)
+            if broadcast:                  # TensorFlow cannot broadcast rank-3 labels itself
+                labels = tf.broadcast_to(labels, tf.shape(x))
+            total = tf.reduce_sum(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=y))
+        return [y, total] + tape.gradient(total, [x, b])
+    rng = np.random.default_rng(3)
+    x, b = rng.normal(size=(2, 4, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    labels = scipy.special.softmax(rng.normal(size=(2, 1, 3)), -1).astype(np.float32)
+
+    def prog(tf, broadcast=True):
+        specs = [([None, 4, None], tf.float32), ([None], tf.float32), ([None, None, None], tf.float32)]
+        return traced_static_and_values(tf, lambda tf, *a: fn(tf, *a, broadcast), specs, x, b, labels)
+    expected = same(prog, rtol=1e-5)
+    ours = prog(tf, broadcast=False)                   # tapeflow broadcasts the labels itself
+    assert ours[0] == expected[0]
+    for a, e in zip(ours[1], expected[1]):
+        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-6)
+
+
+def test_bias_add_checks_channels_when_the_graph_runs():
+    def prog(tf):
+        f = tf.function(tf.nn.bias_add, input_signature=[tf.TensorSpec([None, None]), tf.TensorSpec([None])])
+        return f(tf.ones([2, 3]), tf.ones([1]))
+    same(prog)
+

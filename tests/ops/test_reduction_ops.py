@@ -6,7 +6,9 @@ import pytest
 import scipy.special as sp
 
 from differential import same
-from op_harness import OpSpec, any_real, away_from_zero, complex_of, define_tests, distinct
+from op_harness import (
+    OpSpec, any_real, away_from_zero, complex_of, define_tests, define_unknown_dims_tests, distinct, traced_static_and_values,
+)
 
 ALL_AXES = [((2, 3),), ((),), ((0,),), ((1,),)]
 AXIS_1 = [((2, 3),), ((0, 3),), ((2, 1),), ((3, 0),)]
@@ -212,6 +214,7 @@ SPECS = [
 ]
 
 define_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 # -- edge cases, dtypes and errors compared with TensorFlow -----------------------------
@@ -397,3 +400,29 @@ def test_logsumexp_stable():
         y = tf.reduce_logsumexp(x)
     np.testing.assert_allclose(y.numpy(), 1000.0 + np.log(2.0))
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), [0.5, 0.5])
+
+
+def test_sizes_known_only_when_the_graph_runs():
+    # num_segments, top_k's k and reduction axes computed from run-time shapes, with gradients
+    def fn(tf, x, ids):
+        n = tf.shape(x)[0]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            a = tf.math.unsorted_segment_sum(x, ids, n)
+            b = tf.math.unsorted_segment_max(x, ids, n + 1)[:n]
+            c = tf.math.unsorted_segment_prod(x, ids, tf.constant(3))
+            d = tf.math.top_k(x, k=tf.shape(x)[1] - 1)
+            e = tf.reduce_prod(x, axis=tf.rank(x) - 1)
+            y = sum(tf.reduce_sum(t) for t in (a, b, c, d.values, e))
+        return [a, b, c, d.values, d.indices, e, tape.gradient(y, x)]
+    x = np.random.default_rng(0).uniform(0.5, 1.5, (3, 4)).astype(np.float32)
+    ids = np.array([0, 2, 0], np.int32)
+    same(lambda tf: traced_static_and_values(tf, fn, [([None, None], tf.float32), ([None], tf.int32)], x, ids), rtol=1e-5)
+
+
+def test_unknown_dims_errors_at_run_time():
+    def prog(tf):
+        f = tf.function(lambda x, ids: tf.math.unsorted_segment_sum(x, ids, 2),
+                        input_signature=[tf.TensorSpec([None]), tf.TensorSpec([None], tf.int32)])
+        return f(tf.ones([3]), tf.constant([0, 1, 2]))
+    same(prog)

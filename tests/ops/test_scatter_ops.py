@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from differential import same
-from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
+from op_harness import (OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests,
+                        traced_with_dims)
 
 SQ = {"square_outputs": True}
 
@@ -89,6 +90,7 @@ SPECS = [
 
 define_tests(SPECS, globals())
 define_graph_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 P = np.arange(12.0, dtype=np.float32).reshape(3, 4)
@@ -239,3 +241,29 @@ def test_random_gathers_and_scatters_like_tensorflow(seed):
         pshape, f = _random_case(rng)
         p = rng.standard_normal(pshape)
         same(lambda tf: _gathered_and_gradient(tf, p, f))
+
+
+_P = np.arange(12.0).reshape(3, 4) / 7.0
+_IDX = np.asarray([[1, 0], [2, 2], [3, 0]], np.int32)
+
+
+@pytest.mark.parametrize("call,arrays,dims", [
+    (lambda tf, p, i: tf.gather(p, i, axis=1), [_P, _IDX], [[None, None], [None, None]]),
+    (lambda tf, p, i: tf.gather(p, i, axis=1, batch_dims=1), [_P, _IDX], [[None, None], [None, None]]),
+    (lambda tf, p, i: tf.gather(p, i, axis=1, batch_dims=1), [_P, _IDX[:2]], [[None, None], [None, None]]),
+    (lambda tf, p, i: tf.gather_nd(p, i), [_P, _IDX[:, :2]], [[None, None], [None, 2]]),
+    (lambda tf, p, i: tf.gather_nd(p, i, batch_dims=1), [_P.reshape(3, 2, 2), _IDX[:, None, :1]],
+     [[None, None, None], [None, None, 1]]),
+    (lambda tf, u, i, t: tf.scatter_nd(i, u, tf.shape(t)), [_P[:, :2], _IDX[:, :1], _P[:, :2]],
+     [[None, None], [None, None], [None, None]]),
+    (lambda tf, t, u, i: tf.tensor_scatter_nd_add(t, i, u), [_P, _P[0, :3], _IDX[:, :2]],
+     [[None, None], [None], [None, None]]),
+    (lambda tf, t, u, i: tf.tensor_scatter_nd_update(t, i, u), [_P, _P[:2], _IDX[:2, :1]],
+     [[None, None], [None, None], [None, None]]),
+    (lambda tf, x, m: tf.boolean_mask(x, m), [_P, np.asarray([True, False, True])], [[None, 4], [None]]),
+    (lambda tf, x, m: x[m], [_P, np.asarray([[True, False, True, True]] * 3)], [[None, None], [None, None]]),
+], ids=lambda v: "")
+def test_symbolic_indices_with_unknown_dims_like_tensorflow(call, arrays, dims):
+    """Indices, masks and shapes that are graph inputs of unknown dims: static shapes, values, gradients
+    and run-time errors as TensorFlow's."""
+    same(lambda tf: traced_with_dims(tf, call, arrays, dims))

@@ -9,7 +9,7 @@ import pytest
 
 import tapeflow
 from differential import same
-from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests
+from op_harness import OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests
 
 
 def getitem(name, key, shape):
@@ -62,6 +62,7 @@ SPECS = [
 
 define_tests(SPECS, globals())
 define_graph_tests(SPECS, globals())
+define_unknown_dims_tests(SPECS, globals())
 
 
 X = np.arange(12.0, dtype=np.float32).reshape(3, 4)

@@ -49,9 +49,9 @@ class _VSpace:
 
     @staticmethod
     def num_elements(grad):
-        if isinstance(grad, IndexedSlices):
-            return int(np.size(grad.values._value))
-        return int(np.size(grad._value))
+        value = grad.values._value if isinstance(grad, IndexedSlices) else grad._value
+        size = np.size(value)
+        return 0 if size is None else int(size)        # unknown in graphs: 0, as TensorFlow counts it
 
     @staticmethod
     def aggregate(grads):

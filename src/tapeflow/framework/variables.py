@@ -4,8 +4,26 @@ A Variable carries `_value` and `_id` like a tensor, so it is itself the
 "resource handle" input of the ops that read it (`ReadVariableOp`,
 `ResourceGather`): a tape watches the variable's id and gradients with
 respect to the variable are gradients with respect to that input.
-Assignments rebind `_value` to a new array, never writing into the old one,
-so tensors read earlier keep their values.
+Assignments rebind `_value` to a new array (or update it in place when no
+tensor shares it, Note [in-place updates]), so tensors read earlier keep
+their values.
+
+Writes are ops of their own (`AssignVariableOp`, `AssignAddVariableOp`,
+`ResourceScatterAdd`, ...; stateful, no outputs, the written variable in
+their `var` attr): eagerly their kernel runs at once, in a graph they are
+nodes run when the graph runs, ordered with the other reads and writes of the
+variable (Note [variable order] in graph/graph.py).  A graph write returns an
+`_UnreadVariable` (read when used, so after the write) or, with
+`read_value=False`, the write Operation, as in TensorFlow.
+
+Note [graph variables]: a variable made while a TF1 `Graph` is the default
+has no value until its initializer (`v.initializer`, an `AssignVariableOp` of
+its initial value) runs in a Session; until then its `_value` is an
+`_Uninitialized` placeholder array (shape and dtype, no data), reads raise
+FailedPreconditionError and updates NotFoundError.  Each Session keeps its own
+values of the graph's variables (graph/session.py).  A variable made while a
+`tf.function` traces for the first time is initialized right after that trace
+(graph/function.py): its initial value may depend on the function's arguments.
 """
 
 import sys
@@ -14,14 +32,55 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import eager_mode, state
+from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 
 
+class _Uninitialized(np.ndarray):
+    """The value of a graph variable before its initializer has run (Note [graph variables]):
+    the right shape and dtype, no data (a zero-strided view), and the variable's name."""
+
+
+def _uninitialized(shape, dtype, name):
+    value = np.broadcast_to(np.zeros((), dtype), tuple(1 if d is None else d for d in shape)).view(_Uninitialized)
+    value.var_name = name
+    return value
+
+
+def _written_value(var, op_type):
+    """The array a write updates; NotFoundError when the variable is not initialized yet."""
+    value = var._value
+    if type(value) is _Uninitialized:
+        raise NotFoundError(None, op_type, f"Could not find resource: localhost/{value.var_name}. The variable "
+                            f"is not initialized: run its initializer first "
+                            f"(tf.compat.v1.global_variables_initializer()). [Op:{op_type}]")
+    return value
+
+
+# -- reads ----------------------------------------------------------------------------
+
 @op("ReadVariableOp", same_dtype=False)
 def _read_variable(value):
+    if type(value) is _Uninitialized:
+        raise FailedPreconditionError(
+            None, "ReadVariableOp", f"Could not find variable {value.var_name}. This could mean that the variable "
+            "has been deleted. In TF1, it can also mean the variable is uninitialized: run its initializer "
+            "first (sess.run(tf.compat.v1.global_variables_initializer())). [Op:ReadVariableOp]")
     return value
+
+
+def _read_variable_shape(var):
+    # A read has the variable's declared shape (`shape=[None, 2]` reads as [None, 2]).
+    from tapeflow.graph.graph import Meta
+    shape = var._shape
+    dims = tuple(shape.as_list()) if shape.rank is not None else tuple(var._value.shape)
+    return [Meta(dims, var._value.dtype)]
+
+
+_read_variable_shape.reads_inputs = True
+_read_variable.shape_fn = _read_variable_shape
 
 
 @_read_variable.def_grad
@@ -29,24 +88,141 @@ def _read_variable_grad(op, dy):
     return dy   # a read is the identity on the variable's value
 
 
-@op("AssignVariableOp", same_dtype=False, stateful=True)
-def _write_variable(value, var, mode):
-    if mode == "assign":
-        var._value = np.array(value, dtype=var._value.dtype)
-    else:       # in place when unshared, see Note [in-place updates]
-        var._update(np.add if mode == "assign_add" else np.subtract, value)
-    return var._value
+# -- writes ---------------------------------------------------------------------------
+
+def _no_outputs(*inputs, **attrs):
+    return []
 
 
-def _write_variable_shape(value, var, mode):
-    # Graphs infer this op's output from the variable: running the kernel on
-    # sample values would overwrite the variable while tracing.
-    from tapeflow.graph.graph import Meta
-    return [Meta(tuple(var._value.shape), var._value.dtype)]
+def _write_op(type_):
+    """Declares a variable write: stateful, no outputs, not differentiable."""
+    def wrap(kernel):
+        write = op(type_, same_dtype=False, num_outputs=-1, stateful=True)(kernel)
+        write.shape_fn = _no_outputs
+        no_gradient(type_)
+        return write
+    return wrap
 
 
-_write_variable.shape_fn = _write_variable_shape
-no_gradient("AssignVariableOp")
+@_write_op("AssignVariableOp")
+def _assign(value, var):
+    var._value = np.array(value, dtype=var._value.dtype)
+    return ()
+
+
+def _check_update(var, value):
+    if var._value.shape != np.shape(value):
+        raise ValueError(f"Cannot update variable with shape {_shape_str(var._value.shape)} using a Tensor with "
+                         f"shape {_shape_str(np.shape(value))}, shapes must be equal.")
+
+
+@_write_op("AssignAddVariableOp")
+def _assign_add(value, var):
+    _written_value(var, "AssignAddVariableOp")
+    _check_update(var, value)
+    var._update(np.add, value)
+    return ()
+
+
+@_write_op("AssignSubVariableOp")
+def _assign_sub(value, var):
+    _written_value(var, "AssignSubVariableOp")
+    _check_update(var, value)
+    var._update(np.subtract, value)
+    return ()
+
+
+def _modify(var, fn, op_type):
+    """fn(array) on the variable's array: in place when no tensor shares it (Note [in-place
+    updates]), else on a copy that becomes the variable's value."""
+    _written_value(var, op_type)
+    if sys.getrefcount(var._value) <= 2 and var._value.flags.writeable:
+        fn(var._value)
+    else:
+        new = np.array(var._value, copy=True)
+        fn(new)
+        var._value = new
+
+
+def _set_at(array, indices, values):
+    array[indices] = values
+
+
+def _divide_at(array, indices, values):
+    (np.divide if array.dtype.kind in "fc" else np.floor_divide).at(array, indices, values)
+
+
+def _scatter_kernel(type_, combine):
+    """ResourceScatter*: rows `indices` of the variable combined with `updates`."""
+    def kernel(indices, updates, var):
+        shape = _written_value(var, type_).shape
+        if not shape:
+            raise ValueError("Cannot scatter into a scalar variable: params must be at least 1-D.")
+        idx = np.asarray(indices)
+        bad = (idx < 0) | (idx >= shape[0])
+        if bad.any():
+            at = int(np.argmax(bad.ravel()))
+            raise ValueError(f"indices[{at}] = {int(idx.ravel()[at])} is not in [0, {shape[0]})")
+        if np.ndim(updates) and np.shape(updates) != idx.shape + shape[1:]:
+            raise ValueError(f"Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = [], "
+                             f"got updates.shape {_shape_str(np.shape(updates))}, indices.shape "
+                             f"{_shape_str(idx.shape)}, params.shape {_shape_str(shape)}")
+        _modify(var, lambda array: combine(array, idx, updates), type_)
+        return ()
+    kernel.__name__ = kernel.__qualname__ = "_" + type_
+    return _write_op(type_)(kernel)
+
+
+def _scatter_nd_kernel(type_, combine):
+    """ResourceScatterNd*: the elements or slices at index rows `indices[..., :k]`."""
+    def kernel(indices, updates, var):
+        shape = _written_value(var, type_).shape
+        idx = np.asarray(indices)
+        if idx.ndim == 0 or idx.shape[-1] > len(shape):
+            raise ValueError(f"Index innermost dimension length must be <= the variable's rank {len(shape)}; "
+                             f"got indices of shape {_shape_str(idx.shape)}")
+        k = idx.shape[-1]
+        expected = idx.shape[:-1] + shape[k:]
+        if np.shape(updates) != expected:
+            raise ValueError(f"The updates of shape {_shape_str(np.shape(updates))} must have shape "
+                             f"indices.shape[:-1] + params.shape[{k}:] = {_shape_str(expected)}")
+        bad = ((idx < 0) | (idx >= np.asarray(shape[:k], np.int64))).any(-1)
+        if bad.any():
+            at = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            raise ValueError(f"indices[{','.join(map(str, at))}] = [{', '.join(str(int(i)) for i in idx[at])}] "
+                             f"does not index into shape {_shape_str(shape)}")
+        rows = tuple(np.moveaxis(idx, -1, 0))
+        _modify(var, lambda array: combine(array, rows, updates), type_)
+        return ()
+    kernel.__name__ = kernel.__qualname__ = "_" + type_
+    return _write_op(type_)(kernel)
+
+
+_SCATTERS = {
+    "scatter_update": _scatter_kernel("ResourceScatterUpdate", _set_at),
+    "scatter_add": _scatter_kernel("ResourceScatterAdd", np.add.at),
+    "scatter_sub": _scatter_kernel("ResourceScatterSub", np.subtract.at),
+    "scatter_mul": _scatter_kernel("ResourceScatterMul", np.multiply.at),
+    "scatter_div": _scatter_kernel("ResourceScatterDiv", _divide_at),
+    "scatter_max": _scatter_kernel("ResourceScatterMax", np.maximum.at),
+    "scatter_min": _scatter_kernel("ResourceScatterMin", np.minimum.at),
+    "scatter_nd_update": _scatter_nd_kernel("ResourceScatterNdUpdate", _set_at),
+    "scatter_nd_add": _scatter_nd_kernel("ResourceScatterNdAdd", np.add.at),
+    "scatter_nd_sub": _scatter_nd_kernel("ResourceScatterNdSub", np.subtract.at),
+}
+
+
+def _off_chain(graph, var, make):
+    """Runs `make()` (creating ops that touch `var`) without making them the variable's last
+    access: later reads and writes of `var` do not wait for them (Note [variable order])."""
+    before = graph._last_access.get(var._id)
+    try:
+        return make()
+    finally:
+        if before is None:
+            graph._last_access.pop(var._id, None)
+        else:
+            graph._last_access[var._id] = before
 
 
 class Variable:
@@ -60,7 +236,7 @@ class Variable:
     4.0
     """
 
-    __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "__weakref__")
+    __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "_graph_info", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, initial_value=None, trainable=None, validate_shape=True, caching_device=None,
@@ -68,7 +244,15 @@ class Variable:
                  synchronization=None, aggregation=None, shape=None, experimental_enable_variable_lifting=True):
         if initial_value is None:
             raise ValueError("The `initial_value` arg (None) must be specified.")
-        with eager_mode():     # a variable's value exists at once, also when made in a graph
+        self._id = _next_id()
+        self._trainable = True if trainable is None else bool(trainable)
+        self._constraint = constraint
+        self._graph_info = None
+        home = _home_graph() if state.graphs else None
+        if home is not None:
+            _create_in_graph(self, home, initial_value, dtype, name, shape)
+            return
+        with eager_mode():     # a variable's value exists at once
             if callable(initial_value):
                 initial_value = initial_value()
             # Python and NumPy values are converted to `dtype`; a tensor of another
@@ -78,17 +262,8 @@ class Variable:
             raise ValueError("A Variable's initial value must be computable eagerly; got a graph tensor "
                              f"{value!r}. Create the variable outside the graph function.")
         self._value = np.array(value._value)
-        self._id = _next_id()
-        self._trainable = True if trainable is None else bool(trainable)
         self._name = (name or "Variable") + ":0"
-        self._shape = TensorShape(self._value.shape)
-        if shape is not None:   # a less specific shape lets assignments change the value's shape
-            shape = TensorShape(shape)
-            if not shape.is_compatible_with(self._shape):
-                raise ValueError(f"In this `tf.Variable` creation, the initial value's shape ({self._shape}) is "
-                                 f"not compatible with the explicitly supplied `shape` argument ({shape}).")
-            self._shape = shape
-        self._constraint = constraint
+        self._shape = _declared_shape(TensorShape(self._value.shape), shape)
 
     # -- reads --------------------------------------------------------------
     def _note_access(self):
@@ -118,6 +293,8 @@ class Variable:
         return self.value()
 
     def numpy(self):
+        if self._graph_info is not None:
+            raise NotImplementedError("numpy() is only available when eager execution is enabled.")
         return self.value().numpy()
 
     def __array__(self, dtype=None, copy=None):
@@ -156,6 +333,24 @@ class Variable:
     def ndim(self):
         return self._value.ndim
 
+    @property
+    def initializer(self):
+        """The op assigning the initial value (TF1 graphs; None while executing eagerly)."""
+        return None if self._graph_info is None else self._graph_info.initializer
+
+    @property
+    def initial_value(self):
+        """The initial value tensor of a variable made in a TF1 graph."""
+        if self._graph_info is None:
+            raise RuntimeError("This property is not supported when eager execution is enabled.")
+        return self._graph_info.initial_value
+
+    @property
+    def graph(self):
+        if self._graph_info is None:
+            raise AttributeError("Variable.graph is undefined when eager execution is enabled.")
+        return self._graph_info.graph
+
     def ref(self):
         from tapeflow.framework.tensor import _Reference
         return _Reference(self)
@@ -165,20 +360,24 @@ class Variable:
     # -- writes ---------------------------------------------------------------
     def assign(self, value, use_locking=None, name=None, read_value=True):
         if state.graphs:
-            return self._graph_write(value, "assign")
+            t = self._converted(value)
+            if not self._shape.is_compatible_with(t._value.shape):
+                raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape {self._shape} "
+                                 f"and the assigned value shape {_shape_str(t._value.shape)} are incompatible.")
+            return self._write(_assign, (t,), read_value)
         new = self._checked(value, "assign")
         self._value = np.array(new, copy=True)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
-            return self._graph_write(delta, "assign_add")
+            return self._write(_assign_add, (self._converted_update(delta, "assign_add"),), read_value)
         self._update(np.add, self._checked(delta, "assign_add"))
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
-            return self._graph_write(delta, "assign_sub")
+            return self._write(_assign_sub, (self._converted_update(delta, "assign_sub"),), read_value)
         self._update(np.subtract, self._checked(delta, "assign_sub"))
         return self if read_value else None
 
@@ -195,17 +394,40 @@ class Variable:
         else:
             self._value = np.asarray(ufunc(self._value, delta))
 
-    def _graph_write(self, value, mode):
-        """In a graph, a write is a stateful node run when the graph runs."""
+    def _write(self, write, inputs, read_value=True):
+        """Runs a write op now (eagerly) or adds it to the default graph.
+
+        Returns what TensorFlow's write methods return: the variable (eagerly) or
+        an `_UnreadVariable` (graphs), or with `read_value=False` None (eagerly)
+        or the write Operation.
+        """
+        if state.graphs:
+            graph = state.graphs[-1]
+            graph._create_op(write, list(inputs), {"var": self}, metas=[])
+            write_op = graph._ops[-1]
+            return _UnreadVariable(self, write_op, graph) if read_value else write_op
+        try:
+            write.kernel(*[t._value for t in inputs], var=self)
+        except (ValueError, IndexError) as e:
+            raise InvalidArgumentError(None, write.type, f"{e} [Op:{write.type}]") from None
+        return self if read_value else None
+
+    def _converted(self, value):
+        """`value` as a tensor of the variable's dtype (Python values converted; a tensor of
+        another dtype is a ValueError, as TensorFlow's conversion)."""
         t = convert_to_tensor(value, dtype=_cast_ok(value, self.dtype))
         if t._value.dtype != self._value.dtype:
-            raise TypeError(f"Variable.{mode}: cannot use a {t.dtype.name} value with variable "
-                            f"'{self._name}' of dtype {self.dtype.name}.")
-        if mode == "assign" and not TensorShape(t._value.shape).is_compatible_with(self._shape):
-            raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape "
-                             f"{self._shape} and the assigned value shape "
-                             f"{TensorShape(t._value.shape)} are incompatible.")
-        return execute(_write_variable, (t,), {"var": self, "mode": mode})
+            raise ValueError(f"Tensor conversion requested dtype {self.dtype.name} for Tensor with dtype "
+                             f"{t.dtype.name}: {t!r}")
+        return t
+
+    def _converted_update(self, delta, what):
+        t = self._converted(delta)
+        if not TensorShape(self._value.shape if self._shape.rank is None else self._shape).is_compatible_with(
+                t._value.shape):
+            raise ValueError(f"Cannot {what} to variable '{self._name}': the variable shape {self._shape} and the "
+                             f"value shape {_shape_str(t._value.shape)} are incompatible (shapes must be equal).")
+        return t
 
     def _checked(self, value, what):
         """The new value's array: Python/NumPy values take the variable's dtype, a tensor
@@ -220,66 +442,79 @@ class Variable:
             message = (f"Cannot {what} to variable '{self._name}': the variable shape "
                        f"{_shape_str(self._value.shape)} and the value shape "
                        f"{_shape_str(t._value.shape)} must be equal.")
-            from tapeflow.framework.errors import InvalidArgumentError
             raise InvalidArgumentError(None, "AssignAddVariableOp" if what == "assign_add" else "AssignSubVariableOp",
                                        message)
         return t._value
 
-    def _scatter(self, sparse_delta, combine, what):
+    def _scatter(self, method, sparse_delta):
         from tapeflow.framework.indexed_slices import IndexedSlices
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
-        values = np.asarray(convert_to_tensor(sparse_delta.values, dtype=self.dtype)._value)
-        indices = np.asarray(convert_to_tensor(sparse_delta.indices)._value)
-        n = self._value.shape[0] if self._value.ndim else 0
-        if indices.size and (indices.min() < 0 or indices.max() >= n):
-            from tapeflow.framework.errors import InvalidArgumentError
-            raise InvalidArgumentError(None, what, f"{what}: indices {indices.tolist()} out of range [0, {n}).")
-        new = np.array(self._value, copy=True)
-        combine(new, indices, values)
-        self._value = new
-        return self
+        indices = _indices(sparse_delta.indices, _SCATTERS[method].type)
+        updates = self._converted(sparse_delta.values)
+        if state.graphs:
+            _check_scatter_shapes(self._value.shape, indices._value.shape, updates._value.shape)
+        return self._write(_SCATTERS[method], (indices, updates))
 
     def scatter_update(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, _set_at, "ResourceScatterUpdate")
+        return self._scatter("scatter_update", sparse_delta)
 
     def scatter_add(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, np.add.at, "ResourceScatterAdd")
+        return self._scatter("scatter_add", sparse_delta)
 
     def scatter_sub(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, np.subtract.at, "ResourceScatterSub")
+        return self._scatter("scatter_sub", sparse_delta)
 
     def scatter_mul(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, np.multiply.at, "ResourceScatterMul")
+        return self._scatter("scatter_mul", sparse_delta)
 
     def scatter_div(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, _divide_at, "ResourceScatterDiv")
+        return self._scatter("scatter_div", sparse_delta)
 
     def scatter_max(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, np.maximum.at, "ResourceScatterMax")
+        return self._scatter("scatter_max", sparse_delta)
 
     def scatter_min(self, sparse_delta, use_locking=False, name=None):
-        return self._scatter(sparse_delta, np.minimum.at, "ResourceScatterMin")
+        return self._scatter("scatter_min", sparse_delta)
+
+    def _scatter_nd(self, method, indices, updates):
+        indices = _indices(indices, _SCATTERS[method].type)
+        updates = self._converted(updates)
+        if state.graphs:
+            _check_scatter_nd_shapes(self._value.shape, indices._value.shape, updates._value.shape)
+        return self._write(_SCATTERS[method], (indices, updates))
 
     def scatter_nd_update(self, indices, updates, name=None):
-        return self._scatter_nd(indices, updates, _set_at)
+        return self._scatter_nd("scatter_nd_update", indices, updates)
 
     def scatter_nd_add(self, indices, updates, name=None):
-        return self._scatter_nd(indices, updates, np.add.at)
+        return self._scatter_nd("scatter_nd_add", indices, updates)
 
     def scatter_nd_sub(self, indices, updates, name=None):
-        return self._scatter_nd(indices, updates, np.subtract.at)
+        return self._scatter_nd("scatter_nd_sub", indices, updates)
 
-    def _scatter_nd(self, indices, updates, combine):
-        idx = np.asarray(convert_to_tensor(indices)._value)
-        upd = np.asarray(convert_to_tensor(updates, dtype=self.dtype)._value)
-        new = np.array(self._value, copy=True)
-        combine(new, tuple(np.moveaxis(idx, -1, 0)), upd)
-        self._value = new
-        return self
+    def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
+        """Rows `sparse_delta.indices[b..., i]` of batch `b...` get `sparse_delta.values[b..., i]`.
+
+        The leading axes of the indices are batch axes of the variable; this is
+        `scatter_nd_update` with the batch coordinates prepended to each index.
+        """
+        from tapeflow.framework.indexed_slices import IndexedSlices
+        from tapeflow.ops import array_ops
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
+        indices = convert_to_tensor(sparse_delta.indices)
+        ishape = tuple(indices._value.shape)
+        if None in ishape:
+            raise ValueError(f"batch_scatter_update needs indices of a static shape, got {TensorShape(ishape)}.")
+        batch = np.moveaxis(np.indices(ishape, dtype=indices._value.dtype)[:-1], 0, -1)   # [..., rank - 1]
+        rows = array_ops.concat([Tensor(batch), array_ops.expand_dims(indices, -1)], axis=-1)
+        return self.scatter_nd_update(rows, sparse_delta.values)
 
     def __repr__(self):
         from tapeflow.framework.tensor import _numpy_repr
+        if self._graph_info is not None or type(self) is not Variable:
+            return f"<tf.Variable '{self._name}' shape={self._shape} dtype={self.dtype.name}>"
         return (f"<tf.Variable '{self._name}' shape={self._shape} "
                 f"dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>")
 
@@ -304,6 +539,176 @@ class Variable:
         return Variable(np.array(self._value), trainable=self._trainable, name=self._name[:-2])
 
 
+class _UnreadVariable(Variable):
+    """What a write returns in a graph: the written variable, read afresh wherever it
+    is used (so the use sees the write, Note [variable order]); `op` is the write.
+
+    In a TF1 graph it also holds a read right after the write, which a Session
+    fetches (running the write first), as TensorFlow's `_UnreadVariable`.
+    """
+
+    __slots__ = ("_parent", "_op", "_graph_element")
+
+    def __init__(self, parent, write_op, graph):
+        self._parent = parent
+        self._op = write_op
+        self._id = parent._id
+        self._trainable = parent._trainable
+        self._shape = parent._shape
+        self._constraint = parent._constraint
+        self._graph_info = parent._graph_info
+        if graph.building_function:
+            self._name = "UnreadVariable"
+            self._graph_element = None
+        else:
+            self._name = write_op.name
+            with graph.control_dependencies([write_op]):
+                self._graph_element = graph._create_op(_read_variable, [parent], {})
+
+    _value = property(lambda self: self._parent._value)
+
+    @_value.setter
+    def _value(self, value):
+        self._parent._value = value
+
+    @property
+    def op(self):
+        return self._op
+
+    def value(self):
+        graph = self._op.graph
+        if self._graph_element is not None and state.graphs and state.graphs[-1] is graph:
+            with graph.control_dependencies([self._op]):     # TF1 graphs: the read waits for the write
+                return self._parent.value()
+        return self._parent.value()
+
+    def _note_access(self):
+        self._parent._note_access()
+
+    def _write(self, write, inputs, read_value=True):
+        return self._parent._write(write, inputs, read_value)
+
+    def numpy(self):
+        raise NotImplementedError("numpy() is only available when eager execution is enabled.")
+
+    def __bool__(self):
+        return bool(self.value())
+
+
+def _home_graph():
+    """The graph a new variable belongs to: the tf.function trace creating it, a TF1
+    graph, or None (eager: functions' backward graphs and the like).
+
+    Raises ValueError when a tf.function may not create variables now (see
+    graph/function.py: only its first trace may).
+    """
+    graph = state.graphs[-1]
+    home = None
+    while graph is not None and graph.building_function:
+        if getattr(graph, "_created_variables", None) is not None:      # a tf.function trace
+            if graph._creation_error:
+                raise ValueError(graph._creation_error)
+            home = home or graph
+        graph = graph.outer_graph
+    return home if home is not None else graph
+
+
+class _GraphInfo:
+    """What a variable made in a TF1 graph keeps (Note [graph variables])."""
+
+    __slots__ = ("graph", "initial_value", "initializer", "read", "uninitialized")
+
+
+def _create_in_graph(var, graph, initial_value, dtype, name, shape):
+    """Makes `var` in `graph` (a tf.function's first trace or a TF1 graph).
+
+    Its initial value is computed in the graph.  In a function, a value known
+    while tracing initializes the variable at once, and a graph-computed one
+    (from the arguments, other variables) gets an initializer that the function
+    runs right after this trace.  In a TF1 graph the variable stays
+    uninitialized until its initializer runs in a Session.
+    """
+    from tapeflow.graph.graph import Meta, SymbolicTensor, _const
+    if state.graphs[-1] is not graph:
+        raise ValueError("tf.Variable cannot be created inside control flow (tf.cond branches, tf.while_loop "
+                         "bodies) of a tf.function or graph; create it before the control flow.")
+    in_function = graph.building_function
+    with graph.control_dependencies(None), graph.name_scope(None if in_function else (name or "Variable")) as scope:
+        var._name = (name or "Variable") + ":0" if in_function else scope.rstrip("/") + ":0"
+        with graph.name_scope(None if in_function else "Initializer"):
+            value = initial_value() if callable(initial_value) else initial_value
+            t = convert_to_tensor(value, dtype=dtype)
+            if dtype is not None and t._value.dtype != dtypes.as_dtype(dtype)._np:
+                raise ValueError(f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for Tensor with "
+                                 f"dtype {t.dtype.name}: {t!r}")
+            if not in_function and not isinstance(t, SymbolicTensor):
+                t = graph._create_op(_const, [], {"value": t._value}, name="initial_value",
+                                     metas=[Meta(tuple(np.shape(t._value)), t._value.dtype)])
+        var._shape = _declared_shape(TensorShape(t._value.shape), shape)
+        if not isinstance(t, SymbolicTensor):       # known while tracing: the variable exists at once
+            var._value = np.array(t._value)
+            graph._created_variables.append((var, None))
+            return
+        var._value = _uninitialized(t._value.shape, t._value.dtype, var._name[:-2])
+        _off_chain(graph, var, lambda: graph._create_op(_assign, [t], {"var": var}, metas=[],
+                                                        name=None if in_function else "Assign"))
+        initializer = graph._ops[-1]
+        if in_function:
+            graph._created_variables.append((var, initializer))
+            return
+        info = var._graph_info = _GraphInfo()
+        info.graph, info.initial_value, info.initializer, info.uninitialized = graph, t, initializer, var._value
+        with graph.name_scope("Read"):
+            info.read = _off_chain(graph, var, lambda: graph._create_op(_read_variable, [var], {}))
+    graph.__dict__.setdefault("_global_variables", []).append(var)
+    if var._trainable:
+        graph.__dict__.setdefault("_trainable_variables", []).append(var)
+
+
+def graph_variables(graph, trainable=False):
+    """The variables made in the TF1 graph `graph` (TF1's global or trainable collection)."""
+    return list(getattr(graph, "_trainable_variables" if trainable else "_global_variables", ()))
+
+
+def _declared_shape(value_shape, shape):
+    """The variable's shape: its value's, or a compatible less specific `shape` (assignments
+    may then change the value's shape)."""
+    if shape is None:
+        return value_shape
+    shape = TensorShape(shape)
+    if not shape.is_compatible_with(value_shape):
+        raise ValueError(f"In this `tf.Variable` creation, the initial value's shape ({value_shape}) is "
+                         f"not compatible with the explicitly supplied `shape` argument ({shape}).")
+    return shape
+
+
+def _indices(indices, op_type):
+    t = convert_to_tensor(indices)
+    if t._value.dtype not in (np.int32, np.int64):
+        raise TypeError(f"Value passed to parameter 'indices' of {op_type} has DataType {t.dtype.name} not in list "
+                        "of allowed values: int32, int64")
+    return t
+
+
+def _check_scatter_shapes(shape, ishape, ushape):
+    """Graph build check of a scatter (eager kernels raise InvalidArgumentError instead)."""
+    if not ushape or None in tuple(ushape) + tuple(ishape) + tuple(shape):
+        return
+    if tuple(ushape) != tuple(ishape) + tuple(shape[1:]):
+        raise ValueError(f"Shapes must be equal: the updates shape {_shape_str(ushape)} must be indices.shape + "
+                         f"params.shape[1:] = {_shape_str(tuple(ishape) + tuple(shape[1:]))} (or a scalar).")
+
+
+def _check_scatter_nd_shapes(shape, ishape, ushape):
+    if not ishape or None in tuple(ushape) + tuple(ishape) + tuple(shape):
+        return
+    k = ishape[-1]
+    expected = tuple(ishape[:-1]) + tuple(shape[k:])
+    if k > len(shape) or tuple(ushape) != expected:
+        raise ValueError(f"The updates shape {_shape_str(ushape)} must be indices.shape[:-1] + params.shape[{k}:] "
+                         f"= {_shape_str(expected)}.")
+
+
 def _cast_ok(value, dtype):
     """Python values convert to the requested dtype; tensors are checked instead."""
     if dtype is None or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
@@ -313,11 +718,3 @@ def _cast_ok(value, dtype):
 
 def _shape_str(shape):
     return str(TensorShape(shape))
-
-
-def _set_at(array, indices, values):
-    array[indices] = values
-
-
-def _divide_at(array, indices, values):
-    np.divide.at(array, indices, values)

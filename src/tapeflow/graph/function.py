@@ -6,6 +6,11 @@ plan.  Calling it eagerly runs the plan; calling it while a graph is built adds
 one "PartitionedCall" node.  Either way the call is one op to tapes and to
 `tf.gradients`, whose gradient is another ConcreteFunction: the forward graph
 inlined and differentiated with `gradients` (Note [call gradients]).
+
+Variables: only the first trace of a `tf.function` may create variables; they
+are initialized right after it (their initial values may be computed from the
+arguments) and the function is traced again without creating any, as
+TensorFlow does (Note [variables created by functions]).
 """
 
 import collections
@@ -37,6 +42,8 @@ class FuncGraph(Graph):
     """
 
     building_function = True
+    _created_variables = None   # a tf.function's trace: [(variable, initializer op or None)]
+    _creation_error = None      # why that trace may not create variables (None: it may)
 
     def __init__(self, name, outer_graph=None):
         super().__init__()
@@ -91,13 +98,13 @@ class FuncGraph(Graph):
 # -- the call op ------------------------------------------------------------------
 
 @op("PartitionedCall", same_dtype=False, num_outputs=-1, stateful=True)
-def _call(*args, f):
-    return f._run(args)
+def _call(*args, f, fed=False, export=False):
+    return f._run(args, fed, export)
 
 
-def _call_shape(*metas, f):
-    return [t._value if isinstance(t, SymbolicTensor) else Meta(t._value.shape, t._value.dtype)
-            for t in f._flat_tensor_outputs]
+def _call_shape(*metas, f, fed=False, export=False):
+    outputs = f._flat_tensor_outputs + (f._side_tensors() if export else [])
+    return [t._value if isinstance(t, SymbolicTensor) else Meta(t._value.shape, t._value.dtype) for t in outputs]
 
 
 _call.shape_fn = _call_shape
@@ -105,18 +112,24 @@ _call.accepts_none = True      # outputs without gradient are passed as None, no
 _call.reads_variables_itself = True
 
 
-@_call.def_grad
+@_call.def_grad(uses_outputs=True)
 def _call_grad(op, *dys):
     # Note [call gradients]: the gradient of a call is a call of the function's
-    # backward function on (the call's inputs, the output gradients).
+    # backward function on (the call's inputs, the output gradients), fed with the
+    # values the call's variable reads and stateful ops had when the call exported
+    # them (Note [call side outputs]).  IndexedSlices gradients come back as such.
     f = op.get_attr("f")
-    backward = f._backward_function()
+    backward = f._backward_function(keep_slices=True)
     outputs = f._flat_tensor_outputs
     dys = [_zeros_like_meta(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
     trainable = [i for i, t in enumerate(outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
-    n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, then variables
-    grads = iter(backward._call_flat(list(op.inputs[:n_inputs]) + [dys[i] for i in trainable]))
-    return [next(grads) if present else None for present in backward._grad_mask]
+    n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, [fed values,] variables
+    side = list(op.outputs[len(outputs):]) if op.get_attr("export") else None
+    flat = backward._call_flat(list(op.inputs[:n_inputs]) + [dys[i] for i in trainable], side)
+    grads = iter(backward._structured(flat))
+    per_input = [next(grads) if present else None for present in backward._grad_mask]
+    n_fed = len(f._side_feeds) if op.get_attr("fed") else 0
+    return per_input[:n_inputs] + [None] * n_fed + per_input[n_inputs:]
 
 
 def _zeros_like_meta(t):
@@ -135,10 +148,14 @@ class ConcreteFunction:
         self._flat_outputs = flat_outputs                   # tensors (symbolic or eager) or Python values
         self._tensor_positions = [i for i, o in enumerate(flat_outputs) if isinstance(o, Tensor)]
         self._flat_tensor_outputs = [flat_outputs[i] for i in self._tensor_positions]
-        self._plan = None
-        self._backward = None
+        self._plan = None           # the plan of plain calls; _plans: the others, by (fed, export)
+        self._plans = {}
+        self._backward = {}
         self._grad_mask = None
         self._slices = False        # IndexedSlices outputs are returned as their three parts
+        self._side = None
+        self._side_feeds = ()       # backward functions: copies of the forward's side tensors
+        self._run_stateful = True   # backward functions run only what their outputs need
 
     @property
     def inputs(self):
@@ -160,21 +177,49 @@ class ConcreteFunction:
     def outputs(self):
         return list(self._flat_tensor_outputs)
 
-    def _run(self, arrays):
-        if self._plan is None:
-            self._plan = Plan(self.graph, self._flat_tensor_outputs, self.inputs, run_stateful=True)
-        return tuple(self._plan.run(arrays[:len(self._plan._feed_slots)]))
+    def _side_tensors(self):
+        """Note [call side outputs]: the outputs of the ops that read variables or are
+        stateful (random ops, nested calls).  The backward function recomputes the
+        forward, but must not recompute these: a variable may have changed since
+        the call, a random op would draw again.  A call recorded by a tape exports
+        their values as extra outputs (`export`), and its gradient feeds them to the
+        backward function (`fed`); writes are never re-run there (`inline`)."""
+        if self._side is None:
+            self._side = [t for op_ in self.graph._ops if op_.outputs and _keeps_state(op_) for t in op_.outputs]
+        return self._side
 
-    def _call_flat(self, args):
-        """Calls on flat tensor arguments; returns the flat tensor outputs.
+    def _run(self, arrays, fed=False, export=False):
+        plan = self._plan if not (fed or export) else self._plans.get((fed, export))
+        if plan is None:
+            plan = self._make_plan(fed, export)
+        return tuple(plan.run(arrays[:len(plan._feed_slots)]))
 
-        The call op's inputs are the arguments, the captured values and the
-        variables the function reads, so tapes see all three.
+    def _make_plan(self, fed, export):
+        fetches = self._flat_tensor_outputs + (self._side_tensors() if export else [])
+        feeds = self.inputs + (list(self._side_feeds) if fed else [])
+        plan = Plan(self.graph, fetches, feeds, run_stateful=self._run_stateful)
+        if fed or export:
+            self._plans[(fed, export)] = plan
+        else:
+            self._plan = plan
+        return plan
+
+    def _call_flat(self, args, side_values=None):
+        """Calls on flat tensor arguments; returns the flat tensor outputs (then the
+        exported side values, Note [call side outputs]).
+
+        The call op's inputs are the arguments, the captured values, the fed side
+        values (backward functions) and the variables the function reads, so tapes
+        see them all.
         """
         variables = self.graph.variables
         for v in variables:
             v._note_access()
-        return execute(_call, list(args) + self.captured_inputs + variables, {"f": self})
+        export = bool(state.tapes) and bool(self._side_tensors())
+        inputs = list(args) + self.captured_inputs
+        if side_values is not None:
+            inputs += side_values
+        return execute(_call, inputs + variables, {"f": self, "fed": side_values is not None, "export": export})
 
     def __call__(self, *args, **kwargs):
         flat = [convert_to_tensor(a) for a in nest.flatten((args, kwargs)) if isinstance(a, (Tensor, np.ndarray))]
@@ -187,14 +232,21 @@ class ConcreteFunction:
         out = nest.pack_sequence_as(self.structured_outputs, flat)
         return _join_slices(out) if self._slices else out
 
-    def _backward_function(self):
-        """The ConcreteFunction mapping (inputs, output gradients) to input gradients."""
-        if self._backward is None:
-            self._backward = _trace_backward(self)
-        return self._backward
+    def _backward_function(self, keep_slices=False):
+        """The ConcreteFunction mapping (inputs, output gradients) to input gradients;
+        with `keep_slices`, IndexedSlices gradients are returned as such (three outputs)."""
+        backward = self._backward.get(keep_slices)
+        if backward is None:
+            backward = self._backward[keep_slices] = _trace_backward(self, keep_slices)
+        return backward
 
 
-def _trace_backward(forward):
+def _keeps_state(op_):
+    """Whether an op's outputs depend on state: it reads variables or is stateful."""
+    return op_.op_def.stateful or any(isinstance(t, Variable) for t in op_.inputs)
+
+
+def _trace_backward(forward, keep_slices):
     from tapeflow.framework.indexed_slices import IndexedSlices
     from tapeflow.graph.gradients import gradients
     inputs = forward.inputs
@@ -206,26 +258,31 @@ def _trace_backward(forward):
         new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
         graph.inputs = new_inputs + new_dys
         graph._copies = {}
-        new_outputs = inline(forward, new_inputs, graph._copies)
+        new_outputs = inline(forward, new_inputs, graph._copies, skip_writes=True)
         new_trainable = [o for o, t in zip(new_outputs, outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
         xs = new_inputs + list(forward.graph.variables)
         grads = gradients(new_trainable, xs, grad_ys=new_dys) if new_trainable else [None] * len(xs)
-        grads = [convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in grads]   # dense outputs
-    mask = [g is not None for g in grads]
+        if not keep_slices:
+            grads = [convert_to_tensor(g) if isinstance(g, IndexedSlices) else g for g in grads]   # dense outputs
     present = [g for g in grads if g is not None]
-    backward = ConcreteFunction(graph, present, present)
-    backward._grad_mask = mask
+    split = _split_slices(present)
+    backward = ConcreteFunction(graph, split, nest.flatten(split))
+    backward._slices = split is not present
+    backward._grad_mask = [g is not None for g in grads]
+    backward._side_feeds = [graph._copies[t._id] for t in forward._side_tensors()]
+    backward._run_stateful = False
     return backward
 
 
-def inline(function, inputs, mapping=None):
+def inline(function, inputs, mapping=None, skip_writes=False):
     """Copies `function`'s graph into the default graph with its inputs bound to `inputs`
-    (`mapping`, when given, is filled with original tensor id -> copy)."""
+    (`mapping`, when given, is filled with original tensor id -> copy).  With
+    `skip_writes`, ops with effects only (variable writes) are left out."""
     graph = state.graphs[-1]
     mapping = {} if mapping is None else mapping
     mapping.update((p._id, t) for p, t in zip(function.inputs, inputs))
     for fop in function.graph._ops:
-        if fop.op_def is _placeholder:
+        if fop.op_def is _placeholder or skip_writes and fop.op_def.stateful and not fop.outputs:
             continue
         args = [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in fop.inputs]
         result = graph._create_op(fop.op_def, args, fop.attrs, metas=[t._value for t in fop.outputs])
@@ -271,6 +328,9 @@ class Function:
         self._name = name or getattr(python_function, "__name__", "function")
         functools.update_wrapper(self, python_function)
         self._descriptor_cache = weakref.WeakKeyDictionary()
+        self._traced = False        # whether a first trace has completed (Note [variables created by functions])
+        self._creation_error = None
+        self._trace_count = 0
 
     @property
     def python_function(self):
@@ -299,7 +359,7 @@ class Function:
         return self._concrete_for(args, kwargs)[0]
 
     def experimental_get_tracing_count(self):
-        return len(self._cache)
+        return self._trace_count
 
     def _concrete_for(self, args, kwargs):
         if self._input_signature is not None:
@@ -339,11 +399,34 @@ class Function:
         return nest.pack_sequence_as(list(self._input_signature), converted), {}
 
     def _trace(self, args, kwargs):
+        """Traces for one signature.
+
+        Note [variables created by functions]: only the first trace may create
+        variables (TF's singleton variables).  When it does, they are initialized
+        from that trace (lifted out of the function: `_initialize_variables`) and
+        the function is traced again with creation forbidden, whose trace is the
+        one kept.  Any later trace creating a variable raises ValueError.
+        """
+        if self._traced:
+            return self._trace_graph(args, kwargs, self._creation_error)[0]
+        concrete, feed_values = self._trace_graph(args, kwargs, None)
+        created = concrete.graph._created_variables
+        if created:
+            _initialize_variables(concrete, [op_ for _, op_ in created if op_ is not None], feed_values)
+        self._traced = True
+        self._creation_error = _SINGLETON if created else _NON_FIRST_CALL
+        return self._trace_graph(args, kwargs, _SINGLETON)[0] if created else concrete
+
+    def _trace_graph(self, args, kwargs, creation_error):
+        """One trace; returns the ConcreteFunction and, per input placeholder, the
+        argument's NumPy value (None where it has none: specs, graph tensors)."""
         outer = state.graphs[-1] if state.graphs else None
         graph = FuncGraph(self._name, outer_graph=outer)
+        graph._created_variables = []
+        graph._creation_error = creation_error
         flat = nest.flatten((args, kwargs))
         specs = (nest.flatten(self._input_signature) if self._input_signature is not None else [None] * len(flat))
-        new_flat = []
+        new_flat, feed_values = [], []
         with graph.as_default():
             for value, spec in zip(flat, specs):
                 if isinstance(value, TensorSpec) or isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Variable):
@@ -358,6 +441,7 @@ class Function:
                     placeholder = graph._new_placeholder(shape, dtype, "arg")
                     graph.inputs.append(placeholder)
                     new_flat.append(placeholder)
+                    feed_values.append(_eager_value(value))
                 else:
                     new_flat.append(value)
             new_args, new_kwargs = nest.pack_sequence_as((args, kwargs), new_flat)
@@ -367,7 +451,8 @@ class Function:
             flat_out = [self._output(graph, o) for o in flat_out]
         concrete = ConcreteFunction(graph, split, flat_out)
         concrete._slices = split is not result
-        return concrete
+        self._trace_count += 1
+        return concrete, feed_values + [_eager_value(c) for c, _ in graph.captures]
 
     @staticmethod
     def _output(graph, value):
@@ -386,6 +471,48 @@ class Function:
             with graph.as_default():     # Python and NumPy values are returned as tensors, like TF
                 return convert_to_tensor(value)
         return value
+
+
+_SINGLETON = ("tf.function only supports singleton tf.Variables created on the first call. Make sure the "
+              "tf.Variable is only created once or created outside tf.function. See "
+              "https://www.tensorflow.org/guide/function#creating_tfvariables for more information.")
+_NON_FIRST_CALL = "Creating variables on a non-first call to a function decorated with tf.function."
+
+
+def _eager_value(value):
+    """The NumPy value of an argument or captured value, None for graph tensors and specs."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, Tensor) and not isinstance(value, SymbolicTensor):
+        return value._value
+    return None
+
+
+def _initialize_variables(concrete, initializers, feed_values):
+    """Runs the initializers the first trace made, before the function's first call
+    (TF lifts them out of the function), on the first call's arguments."""
+    if not initializers:
+        return
+    needed = set()
+    stack = list(initializers)
+    while stack:                  # the ops the initializers depend on
+        op_ = stack.pop()
+        if op_._id in needed:
+            continue
+        needed.add(op_._id)
+        stack.extend(op_.control_inputs)
+        stack.extend(t.op for t in op_.inputs if isinstance(t, SymbolicTensor))
+    feeds, values = [], []
+    for placeholder, value in zip(concrete.inputs, feed_values, strict=True):
+        if placeholder.op._id in needed:
+            if value is None:
+                raise ValueError(f"The initial value of a tf.Variable created in tf.function '{concrete.graph.name}' "
+                                 "depends on an argument or captured tensor that has no value yet (a TensorSpec "
+                                 "or a graph tensor); call the function with eager tensors first, or create the "
+                                 "variable outside the function.")
+            feeds.append(placeholder)
+            values.append(value)
+    Plan(concrete.graph, initializers, feeds).run(values)
 
 
 _Slices = collections.namedtuple("_Slices", ["values", "indices", "dense_shape"])

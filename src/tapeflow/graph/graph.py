@@ -359,7 +359,7 @@ class Graph:
         if metas is None:
             metas = infer_metas(op_def, inputs, attrs)
         name = self.unique_name(name or op_def.type)
-        touched = self._variables_touched(inputs, attrs)
+        touched = self._variables_touched(inputs, attrs) if self.building_function else ()
         deps = self._control_inputs_now()
         for var_id in touched:        # Note [variable order]
             last = self._last_access.get(var_id)
@@ -379,9 +379,10 @@ class Graph:
     def _variables_touched(inputs, attrs):
         """Ids of the variables an op reads (as inputs) or writes (the `var` attr).
 
-        Note [variable order]: ops touching a variable run in the order they
-        were created (TF's automatic control dependencies), so a read placed
-        after an assignment sees the new value.
+        Note [variable order]: in functions, ops touching a variable run in the
+        order they were created (TF's automatic control dependencies), so a read
+        placed after an assignment sees the new value.  TF1 graphs order only
+        what `control_dependencies` says, as TensorFlow.
         """
         ids = [t._id for t in inputs if type(t).__name__ == "Variable"]
         var = attrs.get("var") if attrs else None
@@ -443,8 +444,8 @@ class Graph:
             return
         ops = []
         for c in control_inputs:
-            if isinstance(c, SymbolicTensor):
-                c = c.op
+            if isinstance(c, SymbolicTensor) or isinstance(getattr(c, "op", None), Operation):
+                c = c.op        # a tensor's op, a variable write's result (_UnreadVariable)'s write
             if isinstance(c, Operation):
                 ops.append(c)
         self._control_inputs.append(ops)

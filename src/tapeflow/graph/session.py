@@ -1,13 +1,20 @@
-"""TF1-style graphs: `compat.v1.placeholder` and `compat.v1.Session`."""
+"""TF1-style graphs: `compat.v1.placeholder`, `compat.v1.Session` and variable initializers.
+
+Each Session holds its own values of the graph's variables (as TensorFlow's
+per-session resource containers): they are in the variables while the Session
+runs and kept by the Session between runs (Note [graph variables] in
+framework/variables.py).
+"""
 
 import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
 from tapeflow.framework.context import state
-from tapeflow.framework.op_def import op
+from tapeflow.framework.op_def import no_gradient, op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.variables import Variable, _UnreadVariable, graph_variables
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.graph import Graph, Meta, Operation, SymbolicTensor
 
@@ -36,6 +43,55 @@ def placeholder(dtype, shape=None, name=None):
     op_name = graph.unique_name(name or "Placeholder", mark_as_used=False)
     return graph._create_op(_placeholder, [], {"dtype": dtype._np, "shape": dims, "name": op_name},
                             metas=[Meta(dims, dtype._np)], name=name or "Placeholder")
+
+
+@op("NoOp", same_dtype=False, num_outputs=-1)
+def _no_op():
+    return ()
+
+
+_no_op.shape_fn = lambda **attrs: []
+no_gradient("NoOp")
+
+
+def group_ops(ops, name):
+    """A NoOp in the default graph that runs `ops` first (None while executing eagerly)."""
+    if not state.graphs:
+        return None
+    graph = state.graphs[-1]
+    with graph.control_dependencies(list(ops)):
+        graph._create_op(_no_op, [], {}, metas=[], name=name)
+    return graph._ops[-1]
+
+
+def variables_initializer(var_list, name="init"):
+    """An op running the initializers of `var_list` (TF1; None while executing eagerly)."""
+    return group_ops([v.initializer for v in var_list if v.initializer is not None], name)
+
+
+def global_variables_initializer():
+    """An op running the initializers of all variables of the default graph (TF1)."""
+    if not state.graphs:
+        return None
+    return variables_initializer(graph_variables(state.graphs[-1]))
+
+
+def global_variables(scope=None):
+    """The variables made in the default graph ([] while executing eagerly), those whose
+    name matches the regular expression `scope` when given."""
+    return _filtered(graph_variables(state.graphs[-1]) if state.graphs else [], scope)
+
+
+def trainable_variables(scope=None):
+    """The trainable variables made in the default graph ([] while executing eagerly)."""
+    return _filtered(graph_variables(state.graphs[-1], trainable=True) if state.graphs else [], scope)
+
+
+def _filtered(variables, scope):
+    if scope is None:
+        return variables
+    import re
+    return [v for v in variables if re.match(scope, v.name)]
 
 
 def _check_feed(tensor, value):
@@ -89,6 +145,7 @@ class Session:
         self.graph = graph
         self._plans = {}
         self._closed = False
+        self._variable_values = {}    # variable id -> its value in this session
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Evaluates `fetches` (a nested structure of tensors, ops or their names).
@@ -117,10 +174,25 @@ class Session:
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = Plan(self.graph, flat, feeds)
-        results = [_fetched(r) for r in plan.run(values)]
+        variables = graph_variables(self.graph)
+        for v in variables:         # this session's values (popped: Note [in-place updates])
+            v._value = self._variable_values.pop(v._id, v._graph_info.uninitialized)
+        try:
+            results = [_fetched(r) for r in plan.run(values)]
+        finally:
+            for v in variables:
+                self._variable_values[v._id] = v._value
+                v._value = v._graph_info.uninitialized
         return nest.pack_sequence_as(fetches, results)
 
     def _as_fetch(self, f):
+        if isinstance(f, Variable):     # its value: a read (after the write, for a write's result)
+            element = f._graph_element if isinstance(f, _UnreadVariable) else (
+                f._graph_info and f._graph_info.read)
+            if element is None:
+                raise TypeError(f"Fetch argument {f!r} cannot be interpreted as a Tensor: it is not a variable of "
+                                "a TF1 graph (eager variables have their value already: use .numpy()).")
+            f = element
         if isinstance(f, str):
             return self.graph.get_tensor_by_name(f) if ":" in f else self.graph.get_operation_by_name(f)
         if isinstance(f, SymbolicTensor):
@@ -134,9 +206,13 @@ class Session:
 
     def close(self):
         self._closed = True
+        self._variable_values = {}
 
     def __enter__(self):
+        self._default = self.graph.as_default()     # like TF, the session's graph is the default inside
+        self._default.__enter__()
         return self
 
     def __exit__(self, *exc):
+        self._default.__exit__(*exc)
         self.close()

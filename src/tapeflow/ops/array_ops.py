@@ -234,7 +234,8 @@ def _squeeze_shape(x, squeeze_dims):
     """In graphs: the listed axes go (an unknown size is taken to be 1); without a list, the size-1 axes."""
     from tapeflow.graph.graph import Meta
     if not squeeze_dims and None in x.shape:
-        raise ValueError(f"tf.squeeze of a tensor of partly unknown shape {list(x.shape)} needs `axis`.")
+        raise ValueError(f"tf.squeeze without `axis` of a tensor of partly unknown shape {list(x.shape)}: its rank "
+                         "would be known only when the graph runs (unknown ranks are not supported); pass `axis`.")
     for a in squeeze_dims:
         if x.shape[a] not in (1, None):
             raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
@@ -432,9 +433,10 @@ def _tile_grad(op, dy):
     from tapeflow.ops import math_ops
     x = op.inputs[0]                                    # sum the copies: view dy as [m0, d0, m1, d1, ...]
     shape = x._value.shape
-    if len(op.inputs) == 1 and list(shape).count(None) <= 1:
-        split = tuple(v for pair in zip(op.get_attr("multiples"), shape, strict=True) for v in pair)
-        split = tuple(-1 if d is None else d for d in split)   # one unknown dimension: reshape infers it
+    split = None if len(op.inputs) > 1 else tuple(v for pair in zip(op.get_attr("multiples"), shape, strict=True)
+                                                  for v in pair)
+    if split is not None and (None not in shape or (split.count(None) == 1 and 0 not in split)):
+        split = tuple(-1 if d is None else d for d in split)   # one unknown dimension (and no 0): reshape infers it
     else:                                               # sizes known when the graph runs
         sizes = op.inputs[1] if len(op.inputs) == 2 else None
         reps = list(op.get_attr("multiples")) if sizes is None else shape_tensors.entries(sizes, len(shape))

@@ -18,6 +18,7 @@ from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
+from tapeflow.graph.constant_value import constant_value
 from tapeflow.ops import shape_tensors
 
 
@@ -220,8 +221,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
 def linspace(start, stop, num, name=None, axis=0):
     """`num` evenly spaced values from `start` to `stop` inclusive, along a new `axis`.
 
-    `start` and `stop` may be tensors of one shape (the values then run along
-    `axis`); integers give float64. Differentiable in `start` and `stop`.
+    `start` and `stop` may be tensors that broadcast together (the values then
+    run along `axis`); integers give float64. Differentiable in `start` and
+    `stop`. In graphs, `num` may be a scalar int tensor read when the graph runs.
 
     Raises:
       TypeError: `num` is not an integer.
@@ -240,14 +242,15 @@ def linspace(start, stop, num, name=None, axis=0):
     if isinstance(num, Tensor):
         if not num.dtype.is_integer:
             raise TypeError(f"Argument `num` must be of type integer, got a {num.dtype.name} tensor.")
-        num = int(num._value)
+        known = constant_value(num)
+        num = num if known is None else int(known)     # graphs: a count known only when the graph runs
     elif not isinstance(num, (int, np.integer)):
         raise TypeError(f"Argument `num` must be of type integer. Received `num` = {num!r}")
-    num = int(num)
-    if num < 0:
+    else:
+        num = int(num)
+    if not isinstance(num, Tensor) and num < 0:
         raise InvalidArgumentError(None, "LinSpace", f"Requires num >= 0, got {num} [Op:LinSpace]")
-    both = np.broadcast_shapes(start._value.shape, stop._value.shape)
-    start, stop = array_ops.broadcast_to(start, both), array_ops.broadcast_to(stop, both)
+    start, stop = _broadcast_pair(start, stop)
     rank_ = start._value.ndim
     axis = int(axis)
     if not -rank_ - 1 <= axis <= rank_:
@@ -255,12 +258,30 @@ def linspace(start, stop, num, name=None, axis=0):
                                    "dimensions [Op:LinSpace]")
     axis %= rank_ + 1
     first, last = array_ops.expand_dims(start, axis), array_ops.expand_dims(stop, axis)
-    steps = builtins.max(num - 1, 1)
-    delta = (last - first) / Tensor(np.asarray(steps, start._value.dtype))
-    middle = np.arange(1, steps, dtype=start._value.dtype).reshape((-1,) + (1,) * (rank_ - axis))
-    inner = first + Tensor(middle) * delta
+    if isinstance(num, Tensor):                          # the count and the middle points read at run time
+        steps = math_ops.maximum(num - 1, 1)
+        delta = (last - first) / math_ops.cast(steps, start.dtype)
+        middle = math_ops.cast(range(1, math_ops.where(num >= 0, steps, -1)), start.dtype)   # num < 0: an error
+        middle = array_ops.reshape(middle, (-1,) + (1,) * (rank_ - axis))
+    else:
+        steps = builtins.max(num - 1, 1)
+        delta = (last - first) / Tensor(np.asarray(steps, start._value.dtype))
+        middle = Tensor(np.arange(1, steps, dtype=start._value.dtype).reshape((-1,) + (1,) * (rank_ - axis)))
+    inner = first + middle * delta
     out = array_ops.concat([first, inner, last], axis)
     return out[(builtins.slice(None),) * axis + (builtins.slice(0, num),)]
+
+
+def _broadcast_pair(x, y):
+    """x and y broadcast against each other (in graphs, sizes unknown while building are read at run time)."""
+    from tapeflow.ops import array_ops, math_ops
+    xs, ys = x._value.shape, y._value.shape
+    if None in xs or None in ys:                        # an unknown size may still be 1: add zeros to broadcast
+        return x + math_ops.zeros_like(y), y + math_ops.zeros_like(x)
+    if xs == ys:
+        return x, y
+    both = np.broadcast_shapes(xs, ys)
+    return array_ops.broadcast_to(x, both), array_ops.broadcast_to(y, both)
 
 
 def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
@@ -304,7 +325,7 @@ def meshgrid(*args, **kwargs):
     if indexing not in ("xy", "ij"):
         raise ValueError("Argument `indexing` parameter must be either 'xy' or 'ij', got '{}'".format(indexing))
     xs = [array_ops.reshape(convert_to_tensor(a), (-1,)) for a in args]
-    sizes = [x._value.shape[0] for x in xs]
+    sizes = [shape_tensors.dims_of(x)[0] for x in xs]     # in graphs, unknown sizes are read at run time
     n = len(xs)
     if indexing == "xy" and n > 1:
         sizes[0], sizes[1] = sizes[1], sizes[0]
@@ -313,7 +334,7 @@ def meshgrid(*args, **kwargs):
         pos = (1 - i if i < 2 else i) if indexing == "xy" and n > 1 else i
         shape_i = [1] * n
         shape_i[pos] = -1
-        grids.append(array_ops.broadcast_to(array_ops.reshape(x, tuple(shape_i)), tuple(sizes)))
+        grids.append(array_ops.broadcast_to(array_ops.reshape(x, tuple(shape_i)), sizes))
     return grids
 
 

@@ -17,7 +17,7 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import array_ops, math_ops, shape_tensors
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -139,7 +139,7 @@ def _conv2d(x, w, strides, padding, dilations):
 
 
 @op("Conv2DBackpropInput", same_dtype=False)
-def _conv2d_backprop_input(input_sizes, w, dy, strides, padding, dilations, static_shape=None):
+def _conv2d_backprop_input(input_sizes, w, dy, strides, padding, dilations):
     return _conv_backprop_input(input_sizes, w, dy, strides, padding, dilations)
 
 
@@ -148,36 +148,26 @@ def _conv2d_backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
     return _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations)
 
 
-# Note [sizes inputs]: Conv2DBackpropInput and AvgPoolGrad take their output
-# shape as an int32 input, as in TensorFlow.  When that shape is only known
-# when a graph runs, the static part of it travels as the attr `static_shape`
-# (None elsewhere), which the kernels ignore and graph shape inference reads.
+# Note [sizes inputs]: Conv2DBackpropInput, Conv2DBackpropFilter and AvgPoolGrad
+# take the shape of their output as an int32 input, as in TensorFlow.  When it
+# is only known when a graph runs (`tf.shape(x)`), the static output shape has
+# the entries known while building (graph/constant_value).
 
-def _sized_meta(sizes, dtype, static_shape=None, **_):
-    from tapeflow.graph.graph import Meta
-    if isinstance(sizes, np.ndarray):
-        return [Meta(tuple(int(d) for d in sizes), np.dtype(dtype))]
-    return [Meta(tuple(static_shape) if static_shape else (None,) * 4, np.dtype(dtype))]
-
-
-_conv2d_backprop_input.shape_fn = lambda sizes, w, dy, **attrs: _sized_meta(sizes, w.dtype, **attrs)
-
-
-def _sizes(t, attrs):
-    """The shape of `t` as an int32 tensor, and `attrs` with its static part (Note [sizes inputs])."""
+def _sizes(t):
+    """The shape of `t` as an int32 tensor (read when the graph runs if partly unknown)."""
     shape = t._value.shape
     if None not in shape:
-        return Tensor(np.asarray(shape, np.int32)), attrs
-    return array_ops.shape(t), dict(attrs, static_shape=tuple(shape))
+        return Tensor(np.asarray(shape, np.int32))
+    return array_ops.shape(t)
 
 
 @_conv2d.def_grad
 def _conv2d_grad(op, dy):
     x, w = op.inputs                     # y = x * w:  dx = conv^T(dy, w),  dw = corr(x, dy)
     attrs = _attrs(op)
-    x_sizes, x_attrs = _sizes(x, attrs)
-    return (execute(_conv2d_backprop_input, (x_sizes, w, dy), x_attrs),
-            execute(_conv2d_backprop_filter, (x, _sizes(w, attrs)[0], dy), attrs))
+    skip = op.skip_input_indices
+    return (None if 0 in skip else execute(_conv2d_backprop_input, (_sizes(x), w, dy), attrs),
+            None if 1 in skip else execute(_conv2d_backprop_filter, (x, _sizes(w), dy), attrs))
 
 
 @_conv2d_backprop_input.def_grad
@@ -185,7 +175,7 @@ def _conv2d_backprop_input_grad(op, ddx):
     _, w, dy = op.inputs                 # dx = conv^T(dy, w) is bilinear in (w, dy)
     attrs = _attrs(op)
     return (None,
-            execute(_conv2d_backprop_filter, (ddx, _sizes(w, attrs)[0], dy), attrs),
+            execute(_conv2d_backprop_filter, (ddx, _sizes(w), dy), attrs),
             execute(_conv2d, (ddx, w), attrs))
 
 
@@ -193,8 +183,7 @@ def _conv2d_backprop_input_grad(op, ddx):
 def _conv2d_backprop_filter_grad(op, ddw):
     x, _, dy = op.inputs                 # dw = corr(x, dy) is bilinear in (x, dy)
     attrs = _attrs(op)
-    x_sizes, x_attrs = _sizes(x, attrs)
-    return (execute(_conv2d_backprop_input, (x_sizes, ddw, dy), x_attrs),
+    return (execute(_conv2d_backprop_input, (_sizes(x), ddw, dy), attrs),
             None,
             execute(_conv2d, (x, ddw), attrs))
 
@@ -305,12 +294,13 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None,
     shape = x._value.shape
     batch = None
     if not cf and len(shape) > 4:        # extra leading batch dimensions
-        batch = shape[:-3]
-        x = array_ops.reshape(x, (-1,) + shape[-3:])
+        dims = shape_tensors.dims_of(x)  # ints, or scalar tensors for sizes known when a graph runs
+        batch = dims[:-3]
+        x = array_ops.reshape(x, [-1] + dims[-3:])
     y = execute(_conv2d, (_to_nhwc(x, cf) if len(shape) == 4 else x, w),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     if batch is not None:
-        return array_ops.reshape(y, batch + y._value.shape[1:])
+        return array_ops.reshape(y, batch + shape_tensors.dims_of(y)[1:])
     return _from_nhwc(y, cf)
 
 
@@ -333,12 +323,28 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
         if not isinstance(padding, str):
             padding = [padding[0], padding[2], padding[1]]
         cf = False
-    x4 = array_ops.reshape(x, (x._value.shape[0], 1) + x._value.shape[1:])
-    w4 = array_ops.reshape(w, (1,) + ws)
+    x4 = _insert_height(x)
+    w4 = _insert_height(w, 0)
     pad4 = padding if isinstance(padding, str) else [[0, 0], [0, 0]] + [list(p) for p in padding[1:]]
     y = conv2d(x4, w4, [1, 1, stride[0], 1], pad4, dilations=[1, 1, dilations[0], 1])
-    y = array_ops.reshape(y, (y._value.shape[0],) + y._value.shape[2:])
+    y = _drop_height(y)
     return array_ops.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
+
+
+def _insert_height(t, axis=1):
+    """`t` with a size-1 axis inserted at `axis` (1-D ops run as 2-D ones of height 1)."""
+    shape = t._value.shape
+    if None in shape:
+        return array_ops.expand_dims(t, axis)
+    return array_ops.reshape(t, shape[:axis] + (1,) + shape[axis:])
+
+
+def _drop_height(t):
+    """`t` without its size-1 axis 1 (the inverse of `_insert_height`)."""
+    shape = t._value.shape
+    if None in shape:
+        return array_ops.squeeze(t, [1])
+    return array_ops.reshape(t, shape[:1] + shape[2:])
 
 
 def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data_format="NHWC",  # noqa: A002
@@ -356,13 +362,23 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
     dilations = _spatial(dilations, "dilations", 2, cf, "Conv2DBackpropInput", default=1)
     _check_positive(strides, "Row and column strides", "Conv2DBackpropInput")
     padding = _padding(padding, 2, cf, "Conv2DBackpropInput")
-    out_shape = output_shape._value.tolist() if isinstance(output_shape, Tensor) else list(output_shape)
-    if len(out_shape) != 4:
+    known = shape_tensors.sizes_or_tensor(output_shape, "output_shape", "Conv2DBackpropInput")
+    if isinstance(known, Tensor):        # graphs: sizes read when the graph runs (Note [sizes inputs])
+        count = shape_tensors.vector(known, "output_shape", "Conv2DBackpropInput")
+        sizes = known
+    else:
+        value = output_shape if known is None else known
+        out_shape = value._value.tolist() if isinstance(value, Tensor) else np.asarray(value).tolist()
+        count, sizes = out_shape, None
+    if len(count) != 4:
         raise InvalidArgumentError(None, "Conv2DBackpropInput", f"Conv2DBackpropInput requires input_sizes to contain "
-                                   f"4 values or 2 values, but got: {len(out_shape)} [Op:Conv2DBackpropInput]")
-    if cf:
-        out_shape = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
-    sizes = Tensor(np.asarray(out_shape, np.int32))
+                                   f"4 values or 2 values, but got: {len(count)} [Op:Conv2DBackpropInput]")
+    if sizes is None:
+        if cf:
+            out_shape = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
+        sizes = Tensor(np.asarray(out_shape, np.int32))
+    elif cf:
+        sizes = array_ops.gather(sizes, [0, 2, 3, 1])
     y = execute(_conv2d_backprop_input, (sizes, w, _to_nhwc(x, cf)),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     return _from_nhwc(y, cf)
@@ -419,18 +435,9 @@ def _pool_attrs(op_):
     return {k: op_.get_attr(k) for k in ("ksize", "strides", "padding")}
 
 
-def _like_input(x, *_, **__):
-    from tapeflow.graph.graph import Meta
-    return [Meta(tuple(x.shape), x.dtype)]
-
-
 def _zeros_of(t):
     shape = t._value.shape
     return math_ops.zeros_like(t) if None in shape else Tensor(np.zeros(shape, t._value.dtype))
-
-
-_max_pool_grad.shape_fn = _like_input                                   # dx has x's shape
-_max_pool_grad_grad.shape_fn = lambda x, y, ddx, **_: _like_input(y)   # d(dy) has y's shape
 
 
 @_max_pool.def_grad(uses_outputs=True)
@@ -469,7 +476,7 @@ def _avg_pool(x, ksize, strides, padding):
 
 
 @op("AvgPoolGrad", same_dtype=False)
-def _avg_pool_grad(input_shape, dy, ksize, strides, padding, static_shape=None):
+def _avg_pool_grad(input_shape, dy, ksize, strides, padding):
     shape = tuple(int(d) for d in input_shape)
     out_hw, pads = _geometry(shape[1:3], ksize, strides, _NO_DILATION, padding, "AvgPoolGrad")
     share = dy / _window_counts(shape[1:3], ksize, strides, padding)[None, :, :, None].astype(dy.dtype)
@@ -477,14 +484,10 @@ def _avg_pool_grad(input_shape, dy, ksize, strides, padding, static_shape=None):
     return _col2im(cols, shape, pads, strides, _NO_DILATION).astype(dy.dtype, copy=False)
 
 
-_avg_pool_grad.shape_fn = lambda sizes, dy, **attrs: _sized_meta(sizes, dy.dtype, **attrs)
-
-
 @_avg_pool.def_grad
 def _avg_pool_grad_fn(op, dy):
     x = op.inputs[0]                     # each window's gradient is shared by its real elements
-    sizes, attrs = _sizes(x, _pool_attrs(op))
-    return execute(_avg_pool_grad, (sizes, dy), attrs)
+    return execute(_avg_pool_grad, (_sizes(x), dy), _pool_attrs(op))
 
 
 @_avg_pool_grad.def_grad
@@ -549,8 +552,7 @@ def _pool1d(fn, input, ksize, strides, padding, data_format):  # noqa: A002
         padding = [[0, 0], [0, 0]] + [list(p) for p in (padding[1:] if not cf else [padding[2], padding[1]])]
     k = _spatial(ksize, "ksize", 1, cf, "MaxPool")
     st = _spatial(strides, "strides", 1, cf, "MaxPool")
-    y = fn(array_ops.reshape(x, (x._value.shape[0], 1) + x._value.shape[1:]), (1, k[0]), (1, st[0]), padding)
-    y = array_ops.reshape(y, (y._value.shape[0],) + y._value.shape[2:])
+    y = _drop_height(fn(_insert_height(x), (1, k[0]), (1, st[0]), padding))
     return array_ops.transpose(y, (0, 2, 1)) if cf else y
 
 
@@ -581,6 +583,65 @@ def max_pool(input, ksize, strides, padding, data_format=None, name=None):  # no
 def avg_pool(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
     """avg_pool1d or avg_pool2d, chosen by the rank of `input`."""
     return _pool_nd(avg_pool2d, avg_pool1d, input, ksize, strides, padding, data_format)
+
+
+# -- graph shape rules (TensorFlow's shape functions) ----------------------------------------
+# Unknown input sizes give unknown output sizes; a SAME output size needs only the
+# input size, a VALID or explicit one also the window size.
+
+def _windowed_size(size, k, stride, dilation, padding):
+    if size is None or (padding != "SAME" and k is None):
+        return None
+    if padding == "SAME":
+        return -(-size // stride)
+    return _out_and_pads(size, k, stride, dilation, padding, "")[0]     # ValueError when negative
+
+
+def _windowed_hw(in_hw, k_hw, strides, dilations, padding):
+    pads = padding if not isinstance(padding, str) else (padding, padding)
+    return tuple(_windowed_size(*args) for args in zip(in_hw, k_hw, strides, dilations, pads, strict=True))
+
+
+def _conv2d_shape(x, w, strides, padding, dilations):
+    xs, ws = tuple(x.shape), tuple(w.shape)
+    if len(xs) != 4 or len(ws) != 4:
+        _check_conv(xs, ws)
+    if xs[3] is not None and ws[2] is not None:
+        _check_conv(xs, ws)
+    hw = _windowed_hw(xs[1:3], ws[:2], strides, dilations, padding)
+    return [shape_tensors.meta((xs[0], *hw, ws[3]), x.dtype)]
+
+
+def _pool_shape(x, ksize, strides, padding):
+    xs = tuple(x.shape)
+    if len(xs) != 4:
+        raise ValueError(f"pooling input must be 4-dimensional [N, H, W, C], got shape {list(xs)}")
+    return [shape_tensors.meta((xs[0], *_windowed_hw(xs[1:3], ksize, strides, _NO_DILATION, padding), xs[3]),
+                               x.dtype)]
+
+
+def _shape_from_sizes(index, dtype_index, what, batch_from=None):
+    """The shape rule of an op whose output shape is its size input `index` (Note [sizes inputs]);
+    with `batch_from`, the batch size is that input's first dim instead (TF's Conv2DBackpropInput)."""
+    @shape_tensors.reads_inputs
+    def shape_fn(*inputs, **_):
+        sizes = inputs[index]
+        dims = shape_tensors.output_dims(shape_tensors.vector(sizes, what, "conv"), "conv")
+        if len(dims) != 4:
+            raise ValueError(f"`{what}` must hold 4 values, got {len(dims)}.")
+        if batch_from is not None:
+            dims[0] = inputs[batch_from]._value.shape[0]
+        return [shape_tensors.meta(dims, inputs[dtype_index]._value.dtype)]
+    return shape_fn
+
+
+_conv2d.shape_fn = _conv2d_shape
+_conv2d_backprop_input.shape_fn = _shape_from_sizes(0, 1, "input_sizes", batch_from=2)
+_conv2d_backprop_filter.shape_fn = _shape_from_sizes(1, 0, "filter_sizes")
+_max_pool.shape_fn = _avg_pool.shape_fn = _pool_shape
+_avg_pool_grad.shape_fn = _shape_from_sizes(0, 1, "orig_input_shape")
+_max_pool_grad.shape_fn = lambda x, y, dy, **_: [shape_tensors.meta(x.shape, x.dtype)]      # dx has x's shape
+_max_pool_grad_grad.shape_fn = lambda x, y, ddx, **_: [shape_tensors.meta(y.shape, y.dtype)]  # d(dy): y's shape
 
 
 NN_NAMES = ("conv1d", "conv2d", "conv2d_transpose", "max_pool2d", "avg_pool2d", "max_pool1d", "avg_pool1d",

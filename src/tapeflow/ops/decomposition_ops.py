@@ -19,6 +19,7 @@ from tapeflow.ops.linalg_ops import (
     LAPACK_TYPES, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
     safe_reciprocal, triangular_solve,
 )
+from tapeflow.ops.matrix_shapes import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
 
 Qr = collections.namedtuple("Qr", ["q", "r"])
 
@@ -27,9 +28,9 @@ def _mm(a, b, adjoint_a=False, adjoint_b=False):
     return math_ops.matmul(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)
 
 
-def _split_columns(x, count):
-    """The first `count` columns of x and the rest (either may be empty)."""
-    total = x._value.shape[-1]
+def _split_columns(x, count, total=None):
+    """The first `count` columns of x and the rest (either may be empty); x has `total` columns."""
+    total = x._value.shape[-1] if total is None else total
     if count == total:
         return x, None
     return array_ops._split_op(x, (count, total - count), x._value.ndim - 1)
@@ -64,6 +65,14 @@ def _self_adjoint_eig(a, compute_v):
         e, v = np.linalg.eigh(x)            # reads the lower triangle, like TensorFlow
         return e.astype(a.dtype), v.astype(a.dtype, copy=False)
     return np.linalg.eigvalsh(x).astype(a.dtype), np.zeros((0,), a.dtype)
+
+
+def _self_adjoint_eig_shape(a, compute_v):
+    batch, n = square_dims("SelfAdjointEigV2", [a])
+    return [_meta(batch + (n,), a.dtype), _meta(batch + (n, n) if compute_v else (0,), a.dtype)]
+
+
+_self_adjoint_eig.shape_fn = _self_adjoint_eig_shape
 
 
 @_self_adjoint_eig.def_grad(uses_outputs=True)
@@ -122,16 +131,35 @@ def _svd(a, compute_uv, full_matrices):
     return s.astype(real), u.astype(a.dtype, copy=False), np.conj(np.swapaxes(vh, -1, -2)).astype(a.dtype, copy=False)
 
 
+def _svd_shape(a, compute_uv, full_matrices):
+    """s [..., P], u [..., M, P] and v [..., N, P] (P = min(M, N); M and N with full_matrices)."""
+    matrix_rank_at_least_2("Svd", [a])
+    batch, (m, n) = tuple(a.shape[:-2]), a.shape[-2:]
+    p = min_dim(m, n)
+    s = _meta(batch + (p,), np.zeros((), a.dtype).real.dtype)
+    if not compute_uv:
+        return [s, _meta((0,), a.dtype), _meta((0,), a.dtype)]
+    return [s, _meta(batch + (m, m if full_matrices else p), a.dtype),
+            _meta(batch + (n, n if full_matrices else p), a.dtype)]
+
+
+_svd.shape_fn = _svd_shape
+
+
 @_svd.def_grad(uses_outputs=True)
 def _svd_grad(op, ds, du, dv):
     a = op.inputs[0]
-    if a._value.size == 0:
+    if 0 in a._value.shape:
         return math_ops.zeros_like(a)
     if not op.get_attr("compute_uv"):
         _, u, v = svd(a, full_matrices=False, compute_uv=True)
         return _mm(_scale_columns(u, _cast_like(ds, a)), v, adjoint_b=True)   # d s_i = Re u_i^H dA v_i
     s, u, v = op.outputs
-    rows, cols = a._value.shape[-2:]
+    rows = merge_dims("Svd", [a._value], a._value.shape[-2], u._value.shape[-2])
+    cols = merge_dims("Svd", [a._value], a._value.shape[-1], v._value.shape[-2])
+    if rows is None or cols is None:
+        raise NotImplementedError("The SVD gradient is not implemented for matrices of unknown size (input "
+                                  f"shape {list(a._value.shape)}); give the matrix dimensions static sizes.")
     wide = rows <= cols
     if not wide:                      # work with A^H = V S U^H and take the adjoint at the end
         u, v, du, dv, rows, cols = v, u, dv, du, cols, rows
@@ -200,20 +228,34 @@ def _qr(a, full_matrices):
     return q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
 
 
+def _qr_shape(a, full_matrices):
+    """q [..., M, P] and r [..., P, N] (P = min(M, N); M with full_matrices)."""
+    matrix_rank_at_least_2("Qr", [a])
+    batch, (m, n) = tuple(a.shape[:-2]), a.shape[-2:]
+    p = m if full_matrices else min_dim(m, n)
+    return [_meta(batch + (m, p), a.dtype), _meta(batch + (p, n), a.dtype)]
+
+
+_qr.shape_fn = _qr_shape
+
+
 @_qr.def_grad(uses_outputs=True)
 def _qr_grad(op, dq, dr):
     a = op.inputs[0]
     q, r = op.outputs
-    rows, cols = a._value.shape[-2:]
+    rows, cols = r._value.shape[-2:]          # R is [P, N]: P < N exactly when A is wide
+    if rows is None or cols is None:
+        raise NotImplementedError(f"The QR gradient is not implemented for matrices of unknown size (R has "
+                                  f"shape {list(r._value.shape)}); give the matrix dimensions static sizes.")
     if rows > cols and op.get_attr("full_matrices"):
         raise NotImplementedError(f"The QR gradient is not implemented for full_matrices=True with more rows "
                                   f"than columns (input shape {list(a._value.shape)}); use full_matrices=False.")
     if rows >= cols:
         return _qr_grad_tall(q, r, dq, dr)
     # Wide A = [X | Y]: R = [U | W] with X = Q U a square QR and Y = Q W.
-    _, y = _split_columns(a, rows)
+    _, y = _split_columns(a, rows, cols)
     u, _ = _split_columns(r, rows)
-    du, dw = _split_columns(dr, rows)
+    du, dw = _split_columns(dr, rows, cols)
     dx = _qr_grad_tall(q, u, dq + _mm(y, dw, adjoint_b=True), du)
     return array_ops.concat([dx, _mm(q, dw)], -1)
 

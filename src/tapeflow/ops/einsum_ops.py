@@ -3,11 +3,21 @@
 Note [canonical einsum]: `einsum` checks the equation against the operands
 and rewrites it without ellipses: each broadcast dimension gets a letter of
 its own (and an operand's size-1 dimension broadcast against a larger one
-gets a fresh letter that is summed away).  The "Einsum" op only ever sees
-such letter-only equations, which makes its gradient a plain einsum of the
-output gradient with the other operands; labels an operand repeats (a
-diagonal) or sums on its own are restored with a reshape, a broadcast and a
-constant diagonal mask.
+gets a fresh letter that is summed away).  When all sizes are known the
+"Einsum" op sees only such letter-only equations, which makes its gradient a
+plain einsum of the output gradient with the other operands; labels an
+operand repeats (a diagonal) or sums on its own are restored with a reshape,
+a broadcast and a constant diagonal mask.
+
+Note [einsum in graphs]: in a graph, sizes may be unknown until it runs.
+Labels' sizes are then checked by the kernel (cached per shapes), and when an
+unknown size takes part in "..." broadcasting the op keeps the equation with
+its ellipses and makes it canonical when the graph runs.  The gradient of such
+an op (or of an operand with unknown sizes) is one einsum whose output puts
+repeated labels on a diagonal (the kernel writes them there) and takes the
+sizes of labels summed only by that operand from a ones tensor shaped like it;
+broadcast dims are then summed away with `grad_util.sum_like`.  The static
+shape comes from `_einsum_shape`, TensorFlow's shape function.
 """
 
 import functools
@@ -16,9 +26,11 @@ import string
 
 import numpy as np
 
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.matrix_shapes import broadcast_dims, merge_dims, meta
 
 _LETTERS = string.ascii_letters
 _FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
@@ -26,19 +38,53 @@ _FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
 
 @functools.lru_cache(maxsize=512)
 def _plan(equation, shapes):
-    """A fast NumPy evaluation of a canonical equation for operand `shapes` (cached).
+    """A fast NumPy evaluation of `equation` for operand `shapes` (cached).
 
     Two operands without repeated labels contract as one batched matmul (like
     TensorFlow's kernel); one operand uses NumPy's C einsum; longer chains use
-    NumPy's einsum along a contraction order found once.
+    NumPy's einsum along a contraction order found once.  An equation with
+    ellipses is first made canonical for these shapes, and repeated output
+    labels place the result on a diagonal (Note [einsum in graphs]).
+
+    Raises:
+      ValueError: sizes that do not fit the equation (NumPy would broadcast a size-1 label).
     """
-    subs = equation.split("->")[0].split(",")
+    inputs, out = equation.split("->")
+    subs = inputs.split(",")
+    if "." in equation:
+        return _plan(_canonical(tuple(subs), out, shapes, strict=False), shapes)
+    size = _label_sizes(subs, shapes)
+    unique = "".join(dict.fromkeys(out))
+    if unique != out:
+        return _inflate_plan(_plan(inputs + "->" + unique, shapes), out + "->" + unique,
+                             tuple(size[c] for c in out))
     if len(subs) == 1:
         return lambda x: np.einsum(equation, x)
     if len(subs) > 2 or any(len(set(s)) != len(s) for s in subs):
         path = np.einsum_path(equation, *[np.empty(s) for s in shapes], optimize="greedy")[0]
         return lambda *xs: np.einsum(equation, *xs, optimize=path)
     return _matmul_plan(equation, shapes)
+
+
+def _label_sizes(subs, shapes):
+    """Each label's size; ValueError where an operand disagrees."""
+    size = {}
+    for s, shape in zip(subs, shapes, strict=True):
+        for axis, (c, d) in enumerate(zip(s, shape, strict=True)):
+            if size.setdefault(c, d) != d:
+                raise ValueError(f"Expected dimension {size[c]} at axis {axis} of the input shaped {list(shape)} "
+                                 f"but got dimension {d}")
+    return size
+
+
+def _inflate_plan(inner, diagonal, shape):
+    """The result of `inner` written onto the diagonal that `diagonal` ("ii->i") views, zeros elsewhere."""
+    def run(*xs):
+        y = inner(*xs)
+        out = np.zeros(shape, y.dtype)
+        np.einsum(diagonal, out)[...] = y      # a writable view of the diagonal
+        return out
+    return run
 
 
 def _matmul_plan(equation, shapes):
@@ -84,10 +130,33 @@ def _einsum(*xs, equation):
     return np.asarray(_plan(equation, tuple(x.shape for x in xs))(*xs))
 
 
+def _einsum_shape(*xs, equation):
+    """TensorFlow's shape function: labels' sizes merged, "..." dims broadcast (None stays unknown)."""
+    inputs, out = equation.split("->")
+    sizes, broadcast = {}, ()
+    for k, (s, x) in enumerate(zip(inputs.split(","), xs, strict=True)):
+        shape, named = tuple(x.shape), s.replace("...", "")
+        pos, n_ell = s.find("..."), len(x.shape) - len(named)
+        if n_ell < 0 or (pos < 0 and n_ell):
+            raise ValueError(f"Expected input {k} to have rank {len(named)} but got: {len(shape)}")
+        if pos >= 0:
+            broadcast = broadcast_dims("Einsum", xs, shape[pos:pos + n_ell], broadcast)
+            shape = shape[:pos] + shape[pos + n_ell:]
+        for c, d in zip(named, shape, strict=True):
+            sizes[c] = merge_dims("Einsum", xs, sizes.get(c), d)
+    before, ellipsis, after = out.partition("...")
+    dims = [sizes[c] for c in before] + (list(broadcast) if ellipsis else []) + [sizes[c] for c in after]
+    return [meta(dims, xs[0].dtype)]
+
+
+_einsum.shape_fn = _einsum_shape
+
+
 @_einsum.def_grad
 def _einsum_grad(op, dy):
     from tapeflow.ops import math_ops
-    inputs, out = op.get_attr("equation").split("->")
+    equation = op.get_attr("equation")
+    inputs, out = equation.split("->")
     subs = inputs.split(",")
     dy = dy if type(dy) is Tensor else convert_to_tensor(dy)
     skip = op.skip_input_indices
@@ -98,7 +167,10 @@ def _einsum_grad(op, dy):
             continue
         others = [math_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
         other_subs = [s for j, s in enumerate(subs) if j != k]
-        grads.append(_operand_grad(dy, out, others, other_subs, subs[k], x._value.shape))
+        if "." in equation or None in x._value.shape:
+            grads.append(_operand_grad_at_run_time(dy, out, others, other_subs, subs[k], x))
+        else:
+            grads.append(_operand_grad(dy, out, others, other_subs, subs[k], x._value.shape))
     return grads
 
 
@@ -118,6 +190,35 @@ def _operand_grad(dy, out, others, other_subs, own, shape):
         g = array_ops.reshape(g, tuple(d if first else 1 for d, first in zip(shape, firsts, strict=True)))
         g = array_ops.broadcast_to(g, shape) * Tensor(_diagonal_mask(own, shape).astype(g._value.dtype))
     return g
+
+
+def _operand_grad_at_run_time(dy, out, others, other_subs, own, x):
+    """Note [einsum in graphs]: the gradient of operand x (subscripts `own`) when sizes or
+    broadcasting are known only when the graph runs.
+
+    One einsum gives it with the broadcast dims first: repeated labels of `own`
+    in its output put it on the diagonal, and labels only x sums over take
+    their sizes from a ones tensor shaped like x.  Broadcast dims are then
+    summed down to x's.
+    """
+    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.ops.grad_util import sum_like
+    labels = own.replace("...", "")
+    broadcasts = "..." in out or "..." in own or any("..." in s for s in other_subs)
+    target = "..." + labels if broadcasts else own
+    like, perm = x, None
+    if "..." in own and not own.startswith("..."):      # x with its broadcast dims first
+        pos, count = own.index("..."), x._value.ndim - len(labels)
+        perm = tuple(range(pos, pos + count)) + tuple(range(pos)) + tuple(range(pos + count, x._value.ndim))
+        like = array_ops._transpose_op(x, perm)
+    subs, operands = [out] + other_subs, [dy] + others
+    if any(c not in "".join(subs) for c in labels):
+        subs.append(target)
+        operands.append(math_ops.ones_like(like))
+    g = _einsum_op(",".join(subs) + "->" + target, operands)
+    if broadcasts:
+        g = sum_like(g, like)
+    return g if perm is None else array_ops._transpose_op(g, tuple(np.argsort(perm).tolist()))
 
 
 def _diagonal_mask(subs, shape):
@@ -147,7 +248,8 @@ def einsum(equation, *inputs, **kwargs):
     one operand has it). Differentiable in every operand.
 
     Raises:
-      ValueError: a malformed equation or the wrong number of operands.
+      ValueError: a malformed equation or the wrong number of operands (and,
+        while building a graph, ranks or sizes that do not fit it).
       InvalidArgumentError: ranks or dimensions that do not fit the equation.
 
     >>> import tapeflow as tf
@@ -159,20 +261,30 @@ def einsum(equation, *inputs, **kwargs):
     if kwargs:
         raise TypeError(f"Invalid keyword arguments for einsum: {', '.join(kwargs)}")
     xs = convert_inputs(inputs)
-    canonical = _canonical(equation, tuple(tuple(x._value.shape) for x in xs))
+    subs, out = _parse(equation, len(xs))
+    try:
+        canonical = _canonical(subs, out, tuple(tuple(x._value.shape) for x in xs))
+    except ValueError as e:
+        if state.graphs:          # found while building a graph: TensorFlow's shape functions raise ValueError
+            raise
+        raise InvalidArgumentError(None, "Einsum", f"{e} [Op:Einsum]") from None
     return _einsum_op(canonical, xs)
 
 
 @functools.lru_cache(maxsize=256)
-def _canonical(equation, shapes):
-    """The letters-only equation of `equation` for operands of `shapes` (Note [canonical einsum])."""
+def _parse(equation, count):
+    """The operands' subscripts and the explicit output of `equation` for `count` operands.
+
+    Raises:
+      ValueError: a malformed equation or the wrong number of operands.
+    """
     eq = equation.replace(" ", "")
     match = _FORMAT.match(eq)
     if not match or any(s.replace("...", "").count(".") for s in re.split(",|->", eq)):
         raise ValueError(f"Subscripts have incorrect format: {equation}")
     subs = match.group(1).split(",")
-    if len(subs) != len(shapes):
-        raise ValueError(f'Got {len(shapes)} inputs for equation "{equation}", expecting {len(subs)}')
+    if len(subs) != count:
+        raise ValueError(f'Got {count} inputs for equation "{equation}", expecting {len(subs)}')
     if any(s.count("...") > 1 for s in subs):
         raise ValueError(f"Subscripts have incorrect format: {equation}")
     labels = "".join(s.replace("...", "") for s in subs)
@@ -186,29 +298,47 @@ def _canonical(equation, shapes):
                 raise ValueError(f"Output subscripts contain the label {c} not present in the input subscripts.")
             if out.count(c) > 1:
                 raise ValueError(f"Output subscripts contain a label appearing more than once: {equation}")
-    spare = iter(c for c in _LETTERS if c not in labels)
+    return tuple(subs), out
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical(subs, out, shapes, strict=True):
+    """The letters-only equation for operands of `shapes` (Note [canonical einsum]).
+
+    In graphs, shapes may hold None: sizes are then checked where known, and
+    if an unknown size takes part in "..." broadcasting, the equation keeps
+    its ellipses (Note [einsum in graphs]).  `strict=False` (the kernel's
+    gradient equations) lets the broadcast dims be summed when the output has
+    no "...".
+
+    Raises:
+      ValueError: ranks or sizes that do not fit the equation.
+    """
+    labels = "".join(s.replace("...", "") for s in subs)
     sizes, ell_shapes = {}, []
     for k, (s, shape) in enumerate(zip(subs, shapes, strict=True)):
         named = len(s.replace("...", ""))
         if len(shape) < named or ("..." not in s and len(shape) != named):
-            raise InvalidArgumentError(None, "Einsum", f"Expected input {k} to have rank {named} but got: "
-                                       f"{len(shape)} [Op:Einsum]")
+            raise ValueError(f"Expected input {k} to have rank {named} but got: {len(shape)}")
         pos = s.find("...")
         n_ell = len(shape) - named
         ell_shapes.append(tuple(shape[pos:pos + n_ell]) if pos >= 0 else ())
         named_dims = shape[:pos] + shape[pos + n_ell:] if pos >= 0 else shape
         for axis, (c, d) in enumerate(zip(s.replace("...", ""), named_dims, strict=True)):
-            if sizes.setdefault(c, d) != d:
-                raise InvalidArgumentError(None, "Einsum", f"Expected dimension {sizes[c]} at axis {axis} of the "
-                                           f"input shaped {list(shape)} but got dimension {d} [Op:Einsum]")
-    try:
-        broadcast = np.broadcast_shapes(*ell_shapes)
-    except ValueError:
-        raise InvalidArgumentError(None, "Einsum", "Operands' ellipsis dimensions do not broadcast: "
-                                   + " vs. ".join(str(list(s)) for s in ell_shapes) + " [Op:Einsum]") from None
-    if broadcast and "..." not in out:
-        raise InvalidArgumentError(None, "Einsum", f"Output contains {len(broadcast)} broadcasting dimension(s) but "
-                                   "no ellipsis (...) was found in the output subscripts. [Op:Einsum]")
+            known = sizes.get(c)
+            if known is None:
+                sizes[c] = d
+            elif d is not None and d != known:
+                raise ValueError(f"Expected dimension {known} at axis {axis} of the input shaped {list(shape)} "
+                                 f"but got dimension {d}")
+    rank = max(map(len, ell_shapes))
+    if strict and rank and "..." not in out:
+        raise ValueError(f"Output contains {rank} broadcasting dimension(s) but no ellipsis (...) was found in "
+                         "the output subscripts.")
+    broadcast = _broadcast_shape(ell_shapes, rank)
+    if None in broadcast:
+        return ",".join(subs) + "->" + out          # broadcast when the graph runs
+    spare = iter(c for c in _LETTERS if c not in labels)
     ell = "".join(next(spare) for _ in broadcast)
     canonical = []
     for s, es in zip(subs, ell_shapes, strict=True):
@@ -217,6 +347,23 @@ def _canonical(equation, shapes):
                       for i, (c, d) in enumerate(zip(own, es, strict=True)))
         canonical.append(s.replace("...", own))
     return ",".join(canonical) + "->" + out.replace("...", ell)
+
+
+def _broadcast_shape(shapes, rank):
+    """The broadcast of the operands' "..." dims (None where an unknown size takes part).
+
+    Raises:
+      ValueError: known sizes that do not broadcast.
+    """
+    out = []
+    for i in range(-rank, 0):
+        dims = [s[i] for s in shapes if len(s) >= -i]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError("Operands' ellipsis dimensions do not broadcast: "
+                             + " vs. ".join(str(list(s)) for s in shapes))
+        out.append(None if None in dims else known.pop() if known else 1)
+    return tuple(out)
 
 
 def tensordot(a, b, axes, name=None):
@@ -239,10 +386,13 @@ def tensordot(a, b, axes, name=None):
     sb = [next(letters) for _ in range(rb)]
     for i, j in zip(a_axes, b_axes, strict=True):
         sb[j] = sa[i]
-        if x._value.shape[i] != y._value.shape[j]:
-            raise InvalidArgumentError(None, "Einsum", f"Matrix size-incompatible: dimension {i} of a "
-                                       f"{list(x._value.shape)} and dimension {j} of b {list(y._value.shape)} "
-                                       "must agree [Op:Einsum]")
+        da, db = x._value.shape[i], y._value.shape[j]
+        if da != db and da is not None and db is not None:
+            message = (f"Matrix size-incompatible: dimension {i} of a {list(x._value.shape)} and dimension {j} "
+                       f"of b {list(y._value.shape)} must agree")
+            if state.graphs:
+                raise ValueError(message)
+            raise InvalidArgumentError(None, "Einsum", message + " [Op:Einsum]")
     out = [c for i, c in enumerate(sa) if i not in a_axes] + [c for j, c in enumerate(sb) if j not in b_axes]
     return _einsum_op("".join(sa) + "," + "".join(sb) + "->" + "".join(out), [x, y])
 

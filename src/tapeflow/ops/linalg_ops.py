@@ -17,11 +17,15 @@ import numpy as np
 import scipy.linalg
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.grad_util import binary_grads
+from tapeflow.ops.matrix_shapes import (
+    broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, shapes_str, square_dims,
+)
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -87,29 +91,14 @@ def _expand2(x):
     return array_ops.expand_dims(array_ops.expand_dims(x, -1), -1)
 
 
-def _output_like(index, dtype_of=0, check=None):
-    """A graph shape function: one output shaped like input `index` (typed like input `dtype_of`).
+# -- graph shape rules (see matrix_shapes) ------------------------------------
 
-    It stands in for abstract evaluation, which would run the kernel on zeros
-    (singular matrices) while a graph is built.
-    """
-    def shape_fn(*values, **attrs):
-        from tapeflow.graph.graph import Meta
-        if check is not None:
-            check(*[v.shape for v in values])
-        return [Meta(tuple(values[index].shape), values[dtype_of].dtype)]
+def _square_like_input(op_type):
+    """[..., M, M] -> [..., M, M], the two M merged (inverse, Cholesky)."""
+    def shape_fn(a, **_):
+        batch, n = square_dims(op_type, [a])
+        return [_meta(batch + (n, n), a.dtype)]
     return shape_fn
-
-
-def _check_square_shape(shape, *_):
-    if len(shape) < 2:
-        raise InvalidArgumentError(None, None, f"Input tensor 0 must have rank >= 2, got {len(shape)}")
-    if None not in shape[-2:] and shape[-1] != shape[-2]:
-        raise InvalidArgumentError(None, None, f"Input matrix must be square. Got shape {list(shape)}.")
-
-
-def _eye(n, like):
-    return Tensor(np.eye(n, dtype=like._value.dtype))
 
 
 # -- diagonals and bands ------------------------------------------------------
@@ -158,6 +147,22 @@ def _matrix_diag(diagonal, k, num_rows, num_cols, padding_value):
     return out
 
 
+def _matrix_diag_shape(diagonal, k, num_rows, num_cols, padding_value):
+    if len(diagonal.shape) < 1:
+        raise ValueError(f"diagonal must be at least 1-dim, received shape: {list(diagonal.shape)}")
+    length = diagonal.shape[-1]
+    min_rows, min_cols = (None, None) if length is None else (length + max(-k, 0), length + max(k, 0))
+    if num_rows == -1 and num_cols == -1:
+        num_rows = num_cols = None if length is None else max(min_rows, min_cols)
+    dims = (min_rows if num_rows == -1 else num_rows, min_cols if num_cols == -1 else num_cols)
+    if None not in dims and length is not None and _diag_index(*dims, k)[0].size != length:
+        raise ValueError(f"The diagonal of length {length} does not fit diagonal k={k} of a {list(dims)} matrix.")
+    return [_meta(tuple(diagonal.shape[:-1]) + dims, diagonal.dtype)]
+
+
+_matrix_diag.shape_fn = _matrix_diag_shape
+
+
 @_matrix_diag.def_grad
 def _matrix_diag_grad(op, dy):
     return _diag_part_op(dy, op.get_attr("k"))          # each diagonal entry lands in one place
@@ -170,6 +175,24 @@ def _matrix_diag_part(x, k):
     _check_k(x.shape, k)
     rows, cols = _diag_index(x.shape[-2], x.shape[-1], k)
     return x[..., rows, cols]
+
+
+def _diag_length(shape, k):
+    """The length of diagonal k of [..., rows, cols] matrices (None when a size is unknown)."""
+    rows, cols = shape[-2], shape[-1]
+    if rows is None or cols is None:
+        return None
+    _check_k(shape, k)
+    return int(_diag_index(rows, cols, k)[0].size)
+
+
+def _matrix_diag_part_shape(x, k):
+    if len(x.shape) < 2:
+        raise ValueError(f"input must be at least 2-dim, received shape: {list(x.shape)}")
+    return [_meta(tuple(x.shape[:-2]) + (_diag_length(x.shape, k),), x.dtype)]
+
+
+_matrix_diag_part.shape_fn = _matrix_diag_part_shape
 
 
 @_matrix_diag_part.def_grad
@@ -190,6 +213,20 @@ def _matrix_set_diag(x, diagonal, k):
     out = np.array(x, copy=True)
     out[..., rows, cols] = diagonal
     return out
+
+
+def _matrix_set_diag_shape(x, diagonal, k):
+    """x's shape; unknown batch dims taken from the diagonal's (sizes are checked when the graph runs)."""
+    if len(x.shape) < 2 or len(diagonal.shape) != len(x.shape) - 1:
+        raise ValueError(f"input must be at least 2-dim and diagonal one rank lower, received shapes: "
+                         f"{list(x.shape)} and {list(diagonal.shape)}")
+    batch = tuple(x.shape[:-2])
+    if None in x.shape:
+        batch = tuple(merge_dims("MatrixSetDiagV3", [x, diagonal], a, b) for a, b in zip(batch, diagonal.shape[:-1]))
+    return [_meta(batch + tuple(x.shape[-2:]), x.dtype)]
+
+
+_matrix_set_diag.shape_fn = _matrix_set_diag_shape
 
 
 @_matrix_set_diag.def_grad
@@ -259,6 +296,10 @@ def _matrix_band_part(x, num_lower, num_upper):
     return np.where(keep, x, np.zeros((), x.dtype))
 
 
+# x's shape: TensorFlow checks the rank and the band against the sizes when the graph runs.
+_matrix_band_part.shape_fn = lambda x, num_lower, num_upper: [_meta(x.shape, x.dtype)]
+
+
 @_matrix_band_part.def_grad
 def _matrix_band_part_grad(op, dy):
     return _band_op(dy, op.get_attr("num_lower"), op.get_attr("num_upper"))   # a mask: keep the same band
@@ -310,7 +351,7 @@ def _matrix_inverse(a, adjoint):
     return np.conj(np.swapaxes(out, -1, -2)) if adjoint else out
 
 
-_matrix_inverse.shape_fn = _output_like(0, check=_check_square_shape)
+_matrix_inverse.shape_fn = _square_like_input("MatrixInverse")
 
 
 @_matrix_inverse.def_grad(uses_outputs=True)
@@ -341,6 +382,9 @@ def _matrix_determinant(a):
     return np.asarray(np.linalg.det(lapack_input(a))).astype(a.dtype, copy=False)
 
 
+_matrix_determinant.shape_fn = lambda a: [_meta(square_dims("MatrixDeterminant", [a])[0], a.dtype)]
+
+
 @_matrix_determinant.def_grad(uses_outputs=True)
 def _matrix_determinant_grad(op, dy):
     c = op.outputs[0]                                       # d det A = det A tr(A^-1 dA)
@@ -365,6 +409,9 @@ def _log_matrix_determinant(a):
     check_matrix(a)
     sign, logabs = np.linalg.slogdet(lapack_input(a))
     return np.asarray(sign).astype(a.dtype), np.asarray(logabs).astype(a.dtype)
+
+
+_log_matrix_determinant.shape_fn = lambda a: [_meta(square_dims("LogMatrixDeterminant", [a])[0], a.dtype)] * 2
 
 
 @_log_matrix_determinant.def_grad
@@ -415,7 +462,7 @@ def _cholesky(a):
     return out.reshape(a.shape).astype(a.dtype, copy=False)
 
 
-_cholesky.shape_fn = _output_like(0, check=_check_square_shape)
+_cholesky.shape_fn = _square_like_input("Cholesky")
 
 
 @_cholesky.def_grad(uses_outputs=True)
@@ -460,7 +507,19 @@ def _matrix_solve(a, b, adjoint):
         raise ValueError("Input matrix is not invertible.") from None
 
 
-_matrix_solve.shape_fn = _output_like(1, 0, check=_check_square_shape)
+def _matrix_solve_shape(a, b, adjoint):
+    """[..., M, M] and [..., M, K] (same batch dims) -> [..., M, K]."""
+    metas = [a, b]
+    batch, m = square_dims("MatrixSolve", metas)
+    matrix_rank_at_least_2("MatrixSolve", metas, 1)
+    if len(b.shape) != len(a.shape):
+        raise ValueError(f"Shapes must be equal rank, but are {len(a.shape) - 2} and {len(b.shape) - 2} for "
+                         f"'MatrixSolve' with input shapes: {shapes_str(metas)}.")
+    batch = tuple(merge_dims("MatrixSolve", metas, x, y) for x, y in zip(batch, b.shape[:-2]))
+    return [_meta(batch + (merge_dims("MatrixSolve", metas, m, b.shape[-2]), b.shape[-1]), a.dtype)]
+
+
+_matrix_solve.shape_fn = _matrix_solve_shape
 
 
 @_matrix_solve.def_grad(uses_outputs=True)
@@ -529,6 +588,18 @@ def _substitute(tri, rhs, lower, batch):
     return out
 
 
+def _matrix_triangular_solve_shape(a, b, lower, adjoint):
+    """[..., M, M] and [..., M, K] (batch dims broadcast) -> [..., M, K]."""
+    metas = [a, b]
+    batch, m = square_dims("MatrixTriangularSolve", metas)
+    matrix_rank_at_least_2("MatrixTriangularSolve", metas, 1)
+    batch = broadcast_dims("MatrixTriangularSolve", metas, batch, b.shape[:-2])
+    return [_meta(batch + (merge_dims("MatrixTriangularSolve", metas, m, b.shape[-2]), b.shape[-1]), a.dtype)]
+
+
+_matrix_triangular_solve.shape_fn = _matrix_triangular_solve_shape
+
+
 @_matrix_triangular_solve.def_grad(uses_outputs=True)
 def _matrix_triangular_solve_grad(op, dx):
     a = op.inputs[0]
@@ -574,11 +645,30 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
         raise NotImplementedError("lstsq(fast=False) is not implemented; use fast=True (the Cholesky path).")
     a, b = convert_inputs((matrix, rhs))
     rows, cols = a._value.shape[-2:]
-    if rows >= cols:
-        gram = _mm(a, a, adjoint_a=True) + math_ops.cast(l2_regularizer, a.dtype) * _eye(cols, a)
-        return cholesky_solve(cholesky(gram), _mm(a, b, adjoint_a=True))
-    gram = _mm(a, a, adjoint_b=True) + math_ops.cast(l2_regularizer, a.dtype) * _eye(rows, a)
-    return _mm(a, cholesky_solve(cholesky(gram), b), adjoint_a=True)
+    if rows is not None and cols is not None:
+        return (_overdetermined if rows >= cols else _underdetermined)(a, b, l2_regularizer)
+    from tapeflow.graph.control_flow import cond     # the shape decides when the graph runs
+    from tapeflow.ops.constructor_ops import shape
+    dims = shape(a)
+    return cond(dims[-2] >= dims[-1], lambda: _overdetermined(a, b, l2_regularizer),
+                lambda: _underdetermined(a, b, l2_regularizer))
+
+
+def _overdetermined(a, b, l2):
+    """(A^H A + l2 I)^-1 A^H b."""
+    return cholesky_solve(_regularized_gram_cholesky(a, l2, True), _mm(a, b, adjoint_a=True))
+
+
+def _underdetermined(a, b, l2):
+    """A^H (A A^H + l2 I)^-1 b, the minimum-norm solution."""
+    return _mm(a, cholesky_solve(_regularized_gram_cholesky(a, l2, False), b), adjoint_a=True)
+
+
+def _regularized_gram_cholesky(a, l2, first_kind):
+    gram = _mm(a, a, adjoint_a=first_kind, adjoint_b=not first_kind)
+    if isinstance(l2, Tensor) or l2 != 0:          # l2 added to the diagonal
+        gram = _set_diag_op(gram, _diag_part_op(gram) + math_ops.cast(l2, a.dtype))
+    return cholesky(gram)
 
 
 # -- norms --------------------------------------------------------------------
@@ -621,7 +711,13 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
         axis = None if axis is None else (axis,)
     x = convert_to_tensor(tensor)
     rank = x._value.ndim
-    axes = tuple(range(rank)) if axis is None else tuple(a % rank if rank else a for a in axis)
+    for a in axis or ():
+        if not -rank <= a < rank:
+            message = f"Invalid reduction dimension {a} for input with {rank} dimensions."
+            if state.graphs:          # TensorFlow's shape functions raise ValueError while a graph is built
+                raise ValueError(message)
+            raise InvalidArgumentError(None, "Sum", message + " [Op:Sum]")
+    axes = tuple(range(rank)) if axis is None else tuple(a % rank for a in axis)
     if is_matrix and ord == 2:
         result = _spectral_norm(x, axes)
     elif ord in ("fro", "euclidean", 2):
@@ -649,7 +745,10 @@ def _spectral_norm(x, axes):
     moved = array_ops._transpose_op(x, rest + axes)
     s = svd(moved, compute_uv=False)
     k = s._value.shape[-1]
-    top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
+    if not k:                  # unknown until run time, or no singular values: max (-inf when empty)
+        top = math_ops.reduce_max(s, -1, keepdims=True)
+    else:
+        top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
     return array_ops._transpose_op(array_ops.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))
 
 

@@ -20,6 +20,7 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYP
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import _NO_ATTRS, execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import shape_fns
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
@@ -144,19 +145,6 @@ def _floor_div(x, y):
 no_gradient("FloorDiv")
 
 
-def _broadcast_shape_fn(x, y):
-    """Graph shape rule of a broadcasting binary op (the kernel may not run on zeros)."""
-    from tapeflow.graph.graph import Meta
-    a, b = tuple(x.shape), tuple(y.shape)
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    dims = tuple(q if p == 1 else p if q == 1 or q is None else q if p is None else max(p, q) for p, q in zip(a, b))
-    return [Meta(dims, x.dtype)]
-
-
-_floor_div.shape_fn = _broadcast_shape_fn      # integer kernels reject the zeros of abstract runs
-
-
 def floordiv(x, y, name=None):
     """floor(x / y) elementwise, in the dtype of the inputs.
 
@@ -174,9 +162,6 @@ def floormod(x, y):
         return np.mod(x, y)
     with np.errstate(invalid="ignore", divide="ignore"):     # x mod 0 is NaN
         return np.mod(x, y)
-
-
-floormod.shape_fn = _broadcast_shape_fn
 
 
 @floormod.def_grad
@@ -353,6 +338,12 @@ def multiply_no_nan(x, y, name=None):
     return _mul_no_nan(x, y)
 
 
+# Graph shape rules: TensorFlow's broadcasting (an unknown dim against 0 or 1 stays unknown).
+for _kernel in (add, subtract, multiply, _real_div, _floor_div, floormod, pow, maximum, minimum, squared_difference,
+                atan2, xlogy, xlog1py, xdivy, _div_no_nan, _mul_no_nan):
+    _kernel.shape_fn = shape_fns.broadcast_shape
+
+
 def scalar_mul(scalar, x, name=None):
     """Multiplies `x` (a tensor or IndexedSlices) by a scalar.
 
@@ -398,6 +389,9 @@ def _add_n(*xs):
     return out
 
 
+_add_n.shape_fn = shape_fns.add_n_shape
+
+
 @_add_n.def_grad
 def _add_n_grad(op, dz):
     return [dz] * len(op.inputs)                 # d(sum xs) = sum dxs
@@ -419,7 +413,7 @@ def add_n(inputs, name=None):
     ts = [convert_to_tensor(t) for t in tensors]
     shape = ts[0]._value.shape
     for i, t in enumerate(ts[1:], 1):
-        if t._value.shape != shape:
+        if t._value.shape != shape and not shape_fns.compatible(t._value.shape, shape):
             raise InvalidArgumentError(None, "AddN", f"Inputs to operation AddN of type AddN must have the same size and "
                                        f"shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)} [Op:AddN]")
     return execute(_add_n, ts, {})
@@ -505,7 +499,7 @@ def angle(input, name=None):  # noqa: A002
     x = convert_to_tensor(input)
     if _is_complex(x):
         return _angle(x)
-    return where(x < 0, Tensor(np.full(x._value.shape, np.pi, x._value.dtype)), zeros_like(x))
+    return where(x < 0, _filled_like(x, None, np.pi), zeros_like(x))
 
 
 @op("Complex", dtypes=(dtypes.float32, dtypes.float64))
@@ -514,6 +508,9 @@ def _complex(re, im):
     out.real = re
     out.imag = im
     return out
+
+
+_complex.shape_fn = shape_fns.complex_shape
 
 
 @_complex.def_grad
@@ -570,6 +567,7 @@ def cast(x, dtype, name=None):
 
 def _comparison(type_, fn, allowed):
     kernel = op(type_, dtypes=allowed)(fn)
+    kernel.shape_fn = shape_fns.compare_shape
     no_gradient(type_)
 
     def compare(x, y, name=None):
@@ -595,6 +593,9 @@ for _f, _n in ((equal, "equal"), (not_equal, "not_equal"), (less, "less"), (less
 @op("SelectV2", same_dtype=False)
 def _select(cond, x, y):
     return np.where(cond, x, y)
+
+
+_select.shape_fn = shape_fns.select_shape
 
 
 @_select.def_grad
@@ -664,6 +665,7 @@ def _matmul(a, b, transpose_a, transpose_b):
     return out if out.dtype == a.dtype else out.astype(a.dtype)   # NumPy computes bfloat16 in float32
 
 
+_matmul.shape_fn = shape_fns.matmul_shape
 _matmul.fresh_outputs = True      # never a view of an input (Note [buffer reuse] in graph/executor.py)
 
 
@@ -721,6 +723,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 def _logical(type_, fn, arity):
     kernel = op(type_, dtypes=(dtypes.bool,))(fn)
     no_gradient(type_)
+    if arity == 2:
+        kernel.shape_fn = shape_fns.compare_shape
     if arity == 1:
         def logical(x, name=None):
             return execute(kernel, (_bool_operand(x),), {})

@@ -1,9 +1,9 @@
-"""Neural-network ops (`tf.nn`): activations, softmax, cross-entropies and layers' helpers.
+"""Neural-network ops (`tf.nn`): activations, softmax and layers' helpers.
 
 Primitives (own kernel and rule) where a composition would be slow or
-unstable: Relu, Relu6, Elu, Selu, LeakyRelu, Softmax, LogSoftmax and the two
-softmax cross-entropies.  The rest are built from other ops and need no rule.
-Convolutions and pooling live in `conv_ops`.
+unstable: Relu, Relu6, Elu, Selu, LeakyRelu, Softmax, LogSoftmax and BiasAdd.
+The rest are built from other ops and need no rule.  The cross-entropies live
+in `nn_losses` (re-exported here), convolutions and pooling in `conv_ops`.
 """
 
 import numpy as np
@@ -14,8 +14,9 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.variables import Variable
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.grad_util import unbroadcast
+from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.ops import array_ops, math_ops, shape_fns, shape_tensors
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -242,7 +243,7 @@ def _along_axis(kernel, logits, axis):
     if axis is None or axis == -1 or (rank and axis == rank - 1):
         return execute(kernel, (x,), {})
     if isinstance(axis, Tensor):
-        axis = int(axis._value)
+        axis = shape_fns.static_int(axis, "axis", kernel.type)
     if not -rank <= axis < rank:
         raise InvalidArgumentError(
             None, kernel.type,
@@ -270,235 +271,6 @@ def softmax(logits, axis=None, name=None):
 def log_softmax(logits, axis=None, name=None):
     """logits - log(sum(exp(logits))) along `axis` (default: the last), computed stably."""
     return _along_axis(_log_softmax, logits, axis)
-
-
-# -- softmax cross-entropies --------------------------------------------------------
-# Note [cross-entropy second output]: both ops return (loss, backprop) where
-# backprop = d loss / d logits is a by-product of the forward pass.  The first
-# order gradient scales the saved backprop; when something downstream used
-# the gradient (second order), the gradient flowing into `backprop` adds the
-# softmax Hessian-vector product.  The tape hands None for an unused backprop
-# (tape._ACCEPTS_NONE), so first order pays nothing for it.
-
-def _col(v):
-    return array_ops.expand_dims(v, -1)
-
-
-def _softmax_hvp(logits, dbackprop):
-    """d backprop / d logits applied to `dbackprop`: the softmax Jacobian (symmetric)."""
-    s = execute(_softmax, (logits,), {})
-    return (dbackprop - math_ops.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
-
-
-@op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2)
-def _softmax_xent(logits, labels):
-    if logits.ndim != 2 or labels.ndim != 2:
-        raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and "
-                         f"labels {list(labels.shape)}")
-    try:
-        shape = np.broadcast_shapes(logits.shape, labels.shape)
-    except ValueError:
-        raise ValueError(f"logits and labels must be broadcastable: logits_size={list(logits.shape)} "
-                         f"labels_size={list(labels.shape)}") from None
-    if labels.shape != shape:
-        labels = np.broadcast_to(labels, shape)
-    if logits.shape != shape:
-        logits = np.broadcast_to(logits, shape)
-    a, axis = _rows(logits)
-    lab, _ = _rows(labels.astype(a.dtype, copy=False))
-    e, total = _log_normalizer(a, axis)
-    loss = np.sum(lab * (np.log(total) - a), axis=axis)     # -sum(labels * log softmax)
-    e /= total
-    e -= lab
-    return loss.astype(logits.dtype, copy=False), _unrows(e, axis, shape, logits.dtype)
-
-
-@_softmax_xent.def_grad(uses_outputs=True)
-def _softmax_xent_grad(op, dloss, dbackprop):
-    logits, labels = op.inputs
-    dcol = _col(dloss)
-    dlogits = dcol * op.outputs[1]                                   # dloss * (softmax - labels)
-    dlabels = dcol * -execute(_log_softmax, (logits,), {})           # dloss * -log softmax
-    if dbackprop is not None:                                        # Note [cross-entropy second output]
-        dlogits = dlogits + _softmax_hvp(logits, dbackprop)
-        dlabels = dlabels - dbackprop                                # d backprop / d labels = -I
-    return (unbroadcast(dlogits, logits._value.shape, like=logits),
-            unbroadcast(dlabels, labels._value.shape, like=labels))
-
-
-@op("SparseSoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, same_dtype=False, num_outputs=2)
-def _sparse_softmax_xent(logits, labels):
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-D, but got shape {list(logits.shape)}")
-    if labels.ndim != 1 or labels.shape[0] != logits.shape[0]:
-        raise ValueError(f"logits and labels must have the same first dimension, got logits shape "
-                         f"{list(logits.shape)} and labels shape {list(labels.shape)}")
-    n, classes = logits.shape
-    if classes == 0:
-        raise ValueError(f"Must have at least one class, but got logits shape {list(logits.shape)}")
-    if labels.size and (labels.min() < 0 or labels.max() >= classes):
-        bad = (labels < 0) | (labels >= classes)
-        raise ValueError(f"Received a label value of {int(labels[np.argmax(bad)])} which is outside the valid "
-                         f"range of [0, {classes}).  Label values: {' '.join(map(str, labels.tolist()))}")
-    a, axis = _rows(logits)
-    e, total = _log_normalizer(a, axis)
-    e /= total
-    at = (labels, np.arange(n)) if axis == 0 else (np.arange(n), labels)
-    loss = np.log(total).reshape(n) - a[at]                 # log-sum-exp - logit of the label
-    e[at] -= 1
-    return loss.astype(logits.dtype, copy=False), _unrows(e, axis, logits.shape, logits.dtype)
-
-
-_sparse_softmax_xent.fresh_outputs = True
-
-
-@_sparse_softmax_xent.def_grad(uses_outputs=True)
-def _sparse_softmax_xent_grad(op, dloss, dbackprop):
-    logits = op.inputs[0]
-    dlogits = _col(dloss) * op.outputs[1]                            # dloss * (softmax - onehot)
-    if dbackprop is not None:                                        # Note [cross-entropy second output]
-        dlogits = dlogits + _softmax_hvp(logits, dbackprop)
-    return dlogits, None
-
-
-def _float_logits(logits):
-    x = _tensor(logits)
-    if x._value.dtype not in _FLOAT_NP:
-        raise InvalidArgumentError(
-            None, "SoftmaxCrossEntropyWithLogits",
-            f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed values: half, bfloat16, float, double")
-    return x
-
-
-def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
-    """Cross-entropy between `labels` (a distribution per row) and softmax(`logits`) along `axis`.
-
-    `labels` is cast to the dtype of `logits` and receives a gradient too.
-    Half-precision logits are computed in float32.
-
-    Returns:
-      The loss, of the shape of `logits` without `axis`.
-
-    >>> import tapeflow as tf
-    >>> tf.nn.softmax_cross_entropy_with_logits(labels=[[0.0, 1.0]], logits=[[0.0, 0.0]]).numpy()
-    array([0.6931472], dtype=float32)
-    """
-    logits = _float_logits(logits)
-    labels = _tensor(labels)
-    if labels._value.dtype != logits._value.dtype:
-        labels = math_ops.cast(labels, logits.dtype)
-    rank = logits._value.ndim
-    if rank == 0:
-        logits, labels = array_ops.reshape(logits, (1,)), array_ops.reshape(labels, (1,))
-        rank = 1
-    if labels._value.ndim > rank:
-        raise ValueError(f"labels of shape {list(labels._value.shape)} have a higher rank than logits of shape "
-                         f"{list(logits._value.shape)}.")
-    axis = int(axis._value) if isinstance(axis, Tensor) else int(axis)
-    if not -rank <= axis < rank:
-        raise InvalidArgumentError(None, "SoftmaxCrossEntropyWithLogits",
-                                   f"axis {axis} is out of range for logits of rank {rank}.")
-    axis %= rank
-    if axis != rank - 1:
-        lab_rank = labels._value.ndim
-        if lab_rank < rank:
-            labels = array_ops.reshape(labels, (1,) * (rank - lab_rank) + labels._value.shape)
-        perm = [i for i in range(rank) if i != axis] + [axis]
-        logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
-    try:
-        full = _broadcast_dims(logits._value.shape, labels._value.shape)
-    except ValueError:
-        raise InvalidArgumentError(
-            None, "SoftmaxCrossEntropyWithLogits",
-            f"logits and labels must be broadcastable: logits_size={list(logits._value.shape)} "
-            f"labels_size={list(labels._value.shape)} [Op:SoftmaxCrossEntropyWithLogits]") from None
-    logits = _flatten_outer(logits, full)
-    labels = _flatten_outer(labels, full)
-    loss, _ = execute(_softmax_xent, (logits, labels), {})
-    return loss if len(full) == 2 else array_ops.reshape(loss, _reshape_dims(full[:-1]))
-
-
-def _flatten_outer(t, full):
-    """`t` as a 2-D [rows, classes] tensor; broadcasts batch axes, keeps a single row for broadcasting."""
-    shape = t._value.shape
-    if len(full) == 2 and len(shape) == 2:
-        return t
-    if not shape:
-        return array_ops.reshape(t, (1, 1))
-    if all(d == 1 for d in shape[:-1]):
-        return array_ops.reshape(t, (1, shape[-1]))
-    if len(shape) != len(full) or any(a != b for a, b in zip(shape[:-1], full[:-1])):
-        t = array_ops.broadcast_to(t, full[:-1] + shape[-1:])
-    return array_ops.reshape(t, (-1, shape[-1]))
-
-
-def _broadcast_dims(a, b):
-    """NumPy broadcasting of two static shapes that may hold None (unknown) dimensions."""
-    a, b = (1,) * (len(b) - len(a)) + tuple(a), (1,) * (len(a) - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        elif x is None or y is None:     # unknown against a known size other than 1: the known one
-            out.append(y if x is None else x)
-        else:
-            raise ValueError(f"shapes {a} and {b} are not broadcastable")
-    return tuple(out)
-
-
-def _compatible(a, b):
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
-
-
-def _reshape_dims(dims):
-    """A reshape target from static dims; one unknown dimension becomes -1."""
-    if sum(d is None for d in dims) > 1:
-        raise ValueError(f"Cannot reshape to {list(dims)}: more than one dimension is unknown; give the inputs "
-                         f"static shapes.")
-    return tuple(-1 if d is None else d for d in dims)
-
-
-def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
-    """Cross-entropy between integer class `labels` and softmax(`logits`) over the last axis.
-
-    Args:
-      labels: int32/int64 tensor of shape `logits.shape[:-1]`, values in [0, classes).
-      logits: float tensor of shape [..., classes].
-
-    Returns:
-      The loss, of shape `labels.shape`, in the dtype of `logits`.
-
-    Raises:
-      ValueError: scalar logits, or label and logit shapes that do not match.
-      InvalidArgumentError: a label out of range (on evaluation) or non-integer labels.
-
-    >>> import tapeflow as tf
-    >>> tf.nn.sparse_softmax_cross_entropy_with_logits(labels=[1], logits=[[0.0, 0.0]]).numpy()
-    array([0.6931472], dtype=float32)
-    """
-    logits = _float_logits(logits)
-    labels = _tensor(labels)
-    if labels._value.dtype not in (np.int32, np.int64):
-        raise InvalidArgumentError(
-            None, "SparseSoftmaxCrossEntropyWithLogits",
-            f"Value for attr 'Tlabels' of {labels.dtype.name} is not in the list of allowed values: int32, int64")
-    lshape, xshape = labels._value.shape, logits._value.shape
-    if not xshape:
-        raise ValueError(f"`logits` cannot be a scalar. Received logits={logits._value}`")
-    if len(lshape) != len(xshape) - 1:
-        raise ValueError(f"`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape={lshape} "
-                         f"of rank {len(lshape)} and logits.shape={xshape} of rank {len(xshape)}")
-    if not _compatible(lshape, xshape[:-1]):
-        raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
-                         f"labels.shape={lshape} and logits.shape={xshape}")
-    if len(xshape) != 2:
-        logits = array_ops.reshape(logits, (-1, xshape[-1]))
-        labels = array_ops.reshape(labels, (-1,))
-    loss, _ = execute(_sparse_softmax_xent, (logits, labels), {})
-    return loss if len(xshape) == 2 else array_ops.reshape(loss, _reshape_dims(lshape))
-
 
 
 # -- smooth activations (composites) ------------------------------------------------
@@ -531,70 +303,6 @@ def silu(features, beta=1.0, name=None):
 swish = silu
 
 
-# -- sigmoid cross-entropies ------------------------------------------------------
-
-def _same_shape_pair(labels, logits, fn):
-    """labels and logits as tensors of one shape (their dtypes are checked by the arithmetic, like TF)."""
-    if labels is None or logits is None:
-        raise ValueError(f"Both labels and logits must be provided for {fn}.")
-    logits, labels = _tensor(logits), _tensor(labels)
-    if labels._value.shape != logits._value.shape:
-        raise ValueError(f"`logits` and `labels` must have the same shape, received "
-                         f"({logits.shape} vs {labels.shape}).")
-    return labels, logits
-
-
-def _log1p_exp_neg_abs(x):
-    """(relu(x), log(1 + exp(-|x|))) with the branches chosen at x >= 0, as TensorFlow does."""
-    zeros = _zeros_like(x)
-    nonneg = math_ops.greater_equal(x, zeros)
-    relu_x = math_ops.where(nonneg, x, zeros)
-    neg_abs = math_ops.where(nonneg, -x, x)
-    return relu_x, math_ops.log1p(math_ops.exp(neg_abs))
-
-
-def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """Elementwise -z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x)), computed stably.
-
-    Raises:
-      ValueError: labels and logits of different shapes.
-
-    >>> import tapeflow as tf
-    >>> tf.nn.sigmoid_cross_entropy_with_logits(labels=[1.0], logits=[0.0]).numpy()
-    array([0.6931472], dtype=float32)
-    """
-    labels, logits = _same_shape_pair(labels, logits, "sigmoid_cross_entropy_with_logits")
-    relu_x, softplus_neg_abs = _log1p_exp_neg_abs(logits)
-    return relu_x - logits * labels + softplus_neg_abs     # max(x, 0) - x z + log(1 + exp(-|x|))
-
-
-def weighted_cross_entropy_with_logits(labels, logits, pos_weight, name=None):
-    """Sigmoid cross-entropy with the positive term weighted by `pos_weight`."""
-    labels, logits = _same_shape_pair(labels, logits, "weighted_cross_entropy_with_logits")
-    one = _scalar_like(1, logits)
-    log_weight = one + (convert_to_tensor(pos_weight, dtype=logits.dtype) - one) * labels
-    _, softplus_neg_abs = _log1p_exp_neg_abs(logits)
-    # (1 - z) x + (1 + (q - 1) z) (log(1 + exp(-|x|)) + max(-x, 0))
-    return (one - labels) * logits + log_weight * (softplus_neg_abs + relu(-logits))
-
-
-def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
-    """exp(log_input) - log_input * targets, plus Stirling's term for targets > 1 when asked."""
-    log_input = _tensor(log_input)
-    targets = _tensor(targets, dtype=log_input.dtype) if not isinstance(targets, Tensor) else targets
-    if targets._value.shape != log_input._value.shape:
-        raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
-    loss = math_ops.exp(log_input) - log_input * targets
-    if not compute_full_loss:
-        return loss
-    # z log z - z + 0.5 log(2 pi z), only where z > 1
-    safe = math_ops.where(math_ops.greater(targets, _scalar_like(1, targets)), targets, math_ops.ones_like(targets))
-    two_pi_z = _scalar_like(2 * np.pi, safe) * safe
-    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(two_pi_z)
-    keep = math_ops.greater(targets, _scalar_like(1, targets))
-    return loss + math_ops.where(keep, stirling, _zeros_like(stirling))
-
-
 # -- layer helpers -------------------------------------------------------------------
 
 def bias_add(value, bias, data_format=None, name=None):
@@ -621,9 +329,27 @@ def bias_add(value, bias, data_format=None, name=None):
             None, "BiasAdd", f"Must provide as many biases as the {'channel' if channels_first else 'last'} dimension "
                              f"of the input tensor: "
                              f"{list(bshape)} vs. {list(shape)} [Op:BiasAdd]")
-    if channels_first and len(shape) > 2:
-        bias = array_ops.reshape(bias, (bshape[0],) + (1,) * (len(shape) - 2))
-    return math_ops.add(value, bias)
+    return execute(_bias_add, (value, bias), {"data_format": "NCHW" if channels_first else "NHWC"})
+
+
+@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES)
+def _bias_add(value, bias, data_format):
+    axis = 1 if data_format == "NCHW" else value.ndim - 1
+    if bias.ndim != 1 or value.ndim < 2 or value.shape[axis] != bias.shape[0]:    # graphs: checked when run
+        raise ValueError(f"Must provide as many biases as the {'channel' if axis == 1 else 'last'} dimension of "
+                         f"the input tensor: {list(bias.shape)} vs. {list(value.shape)}")
+    if axis == 1 and value.ndim > 2:
+        bias = bias.reshape((-1,) + (1,) * (value.ndim - 2))
+    return np.add(value, bias)
+
+
+@_bias_add.def_grad
+def _bias_add_grad(op, dy):
+    value = op.inputs[0]                 # d(x + b) = dx + db, db summed over all but the channel axis
+    axis = 1 if op.get_attr("data_format") == "NCHW" else value._value.ndim - 1
+    if 1 in op.skip_input_indices:
+        return dy, None
+    return dy, math_ops.reduce_sum(dy, [a for a in range(value._value.ndim) if a != axis])
 
 
 def l2_loss(t, name=None):
@@ -697,27 +423,43 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     if x._value.dtype not in _FLOAT_NP:
         raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. "
                          f"Received: x_dtype={x.dtype!r}")
-    rate_value = np.asarray(rate._value if isinstance(rate, Tensor) else rate)
-    if rate_value.ndim:
-        raise ValueError(f"`rate` must be a scalar or scalar tensor. Received: rate={rate!r}")
-    rate_value = float(rate_value)
-    if not 0 <= rate_value < 1:
-        raise ValueError(f"`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate={rate!r}")
+    if isinstance(rate, SymbolicTensor) and rate._value.ndim == 0 and constant_value(rate) is None:
+        rate_t = math_ops.cast(rate, x.dtype)           # a rate known only when the graph runs
+        scale, threshold = math_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
+    else:
+        rate_value = constant_value(rate) if isinstance(rate, Tensor) else rate    # None: a non-scalar tensor
+        if rate_value is None or np.ndim(rate_value):
+            raise ValueError(f"`rate` must be a scalar or scalar tensor. Received: rate={rate!r}")
+        rate_value = float(np.asarray(rate_value))
+        if not 0 <= rate_value < 1:
+            raise ValueError(f"`rate` must be a scalar tensor or a float in the range [0, 1). Received: rate={rate!r}")
+        scale, threshold = _scalar_like(1.0 / (1.0 - rate_value), x), _scalar_like(rate_value, x)
+    scaled = x * scale
+    noise = _random.uniform(_noise_shape(x, noise_shape), dtype=x.dtype, seed=seed)
+    keep = math_ops.greater_equal(noise, threshold)
+    return math_ops.where(keep, scaled, _scalar_like(0, x))
+
+
+def _noise_shape(x, noise_shape):
+    """dropout's mask shape: x's, or `noise_shape` with None entries taken from x (read at run time if unknown)."""
     shape = x._value.shape
     if noise_shape is None:
-        mask_shape = shape if None not in shape else array_ops.shape(x)
+        return shape if None not in shape else array_ops.shape(x)
+    if isinstance(noise_shape, SymbolicTensor):
+        return noise_shape
+    dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
+    if any(d is None for d in dims) and None in shape:
+        x_dims = shape_tensors.dims_of(x)
+        dims = [x_dims[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
     else:
-        dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
-        mask_shape = tuple(shape[i] if d is None and i < len(shape) else int(d) for i, d in enumerate(dims))
-        try:
-            np.broadcast_shapes(mask_shape, shape)
-        except ValueError:
-            raise InvalidArgumentError(None, "SelectV2", f"condition {list(mask_shape)}, then {list(shape)}, and "
-                                                         f"else [] must be broadcastable [Op:SelectV2]") from None
-    scaled = x * _scalar_like(1.0 / (1.0 - rate_value), x)
-    noise = _random.uniform(mask_shape, dtype=x.dtype, seed=seed)
-    keep = math_ops.greater_equal(noise, _scalar_like(rate_value, x))
-    return math_ops.where(keep, scaled, _scalar_like(0, x))
+        dims = [shape[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
+    static = tuple(None if isinstance(d, Tensor) else int(d) for d in dims)
+    try:
+        shape_fns.broadcast_shapes(static, shape)
+    except ValueError:
+        raise InvalidArgumentError(None, "SelectV2", f"condition {list(static)}, then {list(shape)}, and "
+                                                     f"else [] must be broadcastable [Op:SelectV2]") from None
+    return static if None not in static else dims
 
 
 def embedding_lookup(params, ids, max_norm=None, name=None):
@@ -742,7 +484,7 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
         ids = _tensor(ids)
         if len(params) == 1:
             out = array_ops.gather(params[0], ids)
-        elif isinstance(ids._value, np.ndarray):
+        elif isinstance(ids._value, np.ndarray) and None not in [_rows_of(p) for p in params]:
             out = _partitioned_lookup(params, ids)
         else:                            # ids known only when a graph runs: one concatenated table
             out = array_ops.gather(array_ops.concat([_tensor(p) for p in params], 0), ids)
@@ -758,12 +500,16 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
     return out * factor
 
 
+def _rows_of(p):
+    return p.shape[0] if isinstance(p, Variable) else _tensor(p)._value.shape[0]
+
+
 def _partitioned_lookup(params, ids):
     """Lookup in a row-split ("div") table: gather from each part, then put rows back in id order."""
     flat = np.asarray(ids._value).reshape(-1).astype(np.int64)
     if not flat.size:
         return array_ops.gather(params[0], ids)
-    sizes = [p.shape[0] if isinstance(p, Variable) else _tensor(p)._value.shape[0] for p in params]
+    sizes = [_rows_of(p) for p in params]
     total = int(sum(sizes))
     bad = (flat < 0) | (flat >= total)
     if bad.any():
@@ -784,7 +530,25 @@ def _partitioned_lookup(params, ids):
     # Variable part still gets IndexedSlices from its own gather.
     order = Tensor(np.concatenate(positions).astype(np.int32))
     placed = math_ops.unsorted_segment_sum(gathered, order, flat.size)
-    return array_ops.reshape(placed, ids._value.shape + placed._value.shape[1:])
+    rest = placed._value.shape[1:]
+    if None in rest:                     # graphs: row sizes read at run time
+        return array_ops.reshape(placed, list(ids._value.shape) + shape_tensors.dims_of(placed)[1:])
+    return array_ops.reshape(placed, ids._value.shape + rest)
+
+
+# Graph shape rules (see shape_fns).
+for _kernel in (_relu, _relu6, _leaky_relu, _elu, _selu):
+    _kernel.shape_fn = shape_fns.same_shape
+_softmax.shape_fn = _log_softmax.shape_fn = shape_fns.at_least_rank1_same_shape
+_bias_add.shape_fn = shape_fns.bias_add_shape
+
+
+# -- cross-entropies (Note [module split] in math_ops.py) ------------------------------
+
+from tapeflow.ops.nn_losses import (  # noqa: E402
+    log_poisson_loss, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits,
+    sparse_softmax_cross_entropy_with_logits, weighted_cross_entropy_with_logits,
+)
 
 
 # Names published under tf.nn (none of them are top-level names in TensorFlow).

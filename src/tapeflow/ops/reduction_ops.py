@@ -16,7 +16,9 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
+from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.ops import array_ops, shape_fns, shape_tensors
 from tapeflow.ops.grad_util import reduction_grad
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
@@ -38,7 +40,13 @@ def _axes(axis, rank, op_type="Sum"):
     if isinstance(axis, Tensor):
         if axis._value.dtype not in (np.int32, np.int64):
             raise TypeError(f"axis must be an int32 or int64 tensor, got {axis.dtype.name}.")
-        axis = np.asarray(axis._value).reshape(-1).tolist()
+        value = axis._value
+        if isinstance(axis, SymbolicTensor):            # graphs: the axes must be known while building
+            value = constant_value(axis)
+            if value is None:
+                raise ValueError(f"The reduction axes of {op_type} must be known while the graph is built "
+                                 f"(constants or values computed from static shapes), got {axis.name}.")
+        axis = np.asarray(value).reshape(-1).tolist()
     elif isinstance(axis, (int, np.integer)):
         axis = (axis,)
     out = []
@@ -120,6 +128,14 @@ def _count(shape, axes):
     return n
 
 
+def _product(dims):
+    """The product of sizes that are Python ints or scalar int tensors (`shape_tensors.dims_of`)."""
+    n = 1
+    for d in dims:
+        n = n * d
+    return n
+
+
 @op("Mean", dtypes=NUMERIC_TYPES)
 def _mean(x, axis, keepdims):
     n = _count(x.shape, axis)
@@ -169,8 +185,11 @@ def _prod_grad(op, dy):
     others = tuple(i for i in range(len(shape)) if i not in axes)
     perm = axes + others
     moved = array_ops.transpose(x, perm)
-    # In graphs, one group of unknown size is left to reshape (-1); moved's shape is read at run time.
-    sizes = tuple(-1 if any(shape[i] is None for i in group) else _count(shape, group) for group in (axes, others))
+    if None in shape:                                   # graphs: sizes of unknown groups read at run time
+        dims = shape_tensors.dims_of(x)
+        sizes = [_product([dims[i] for i in group]) for group in (axes, others)]
+    else:
+        sizes = (_count(shape, axes), _count(shape, others))
     flat = array_ops.reshape(moved, sizes)
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
@@ -362,7 +381,7 @@ def _is_monotonic(x, compare, what):
         raise TypeError(f"Expected x to be numeric, got {x.dtype!r} in {what}.")
     flat = array_ops.reshape(x, (-1,))
     n = flat._value.shape[0]
-    if n < 2:
+    if n is not None and n < 2:
         return Tensor(np.asarray(True))
     return reduce_all(compare(flat[1:], flat[:-1]))
 
@@ -539,13 +558,22 @@ def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
     return _scan_op(_cumulative_logsumexp, x, axis, exclusive, reverse)
 
 
+# Graph shape rules (see shape_fns).
+for _kernel in (_sum, _mean, _prod, _max, _min, _logsumexp, _euclidean_norm, _any, _all):
+    _kernel.shape_fn = shape_fns.reduction_shape
+for _kernel in (_cumsum, _cumprod, _cumulative_logsumexp):
+    _kernel.shape_fn = shape_fns.same_shape
+_argmax.shape_fn = _argmin.shape_fn = shape_fns.arg_reduction_shape
+
+
 # -- top_k -------------------------------------------------------------------------------
 
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 
-@op("TopKV2", dtypes=REAL_TYPES, num_outputs=2)
+@op("TopKV2", dtypes=REAL_TYPES, same_dtype=False, num_outputs=2)
 def _top_k(x, k, sorted, index_type):  # noqa: A002
+    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in shape_tensors)
     if x.ndim == 0:
         raise ValueError(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
     n = x.shape[-1]
@@ -566,12 +594,29 @@ def _top_k_grad(op, dvalues, dindices):
     from tapeflow.ops.segment_ops import unsorted_segment_sum
     x, indices = op.inputs[0], op.outputs[1]
     shape = x._value.shape
+    if None in shape or None in indices._value.shape:   # graphs: the sizes are read at run time
+        dx = _top_k_grad_dynamic(x, indices, dvalues)
+        return dx if len(op.inputs) == 1 else (dx, None)
     n, k = shape[-1], indices._value.shape[-1]
     rows = _count(shape, range(len(shape) - 1))
     offsets = Tensor((np.arange(rows, dtype=np.int64) * n).reshape(shape[:-1] + (1,)))
     flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, (rows * k,))
     dx = unsorted_segment_sum(array_ops.reshape(dvalues, (rows * k,)), flat, rows * n)
     return array_ops.reshape(dx, shape)
+
+
+def _top_k_grad_dynamic(x, indices, dvalues):
+    """`_top_k_grad` for inputs of partly unknown shape: the same scatter, sized by run-time shapes."""
+    from tapeflow.ops.constructor_ops import range as range_
+    from tapeflow.ops.grad_util import reshape_like
+    from tapeflow.ops.segment_ops import unsorted_segment_sum
+    dims = shape_tensors.dims_of(x, np.int64)
+    n, k = dims[-1], shape_tensors.dims_of(indices, np.int64)[-1]
+    rows = _product(dims[:-1])
+    offsets = array_ops.reshape(range_(rows, dtype=dtypes.int64) * n, dims[:-1] + [1])
+    flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, [rows * k])
+    dx = unsorted_segment_sum(array_ops.reshape(dvalues, [rows * k]), flat, rows * n)
+    return reshape_like(dx, x)
 
 
 def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002
@@ -588,8 +633,14 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     array([1, 2], dtype=int32)
     """
     x = _tensor(input)
-    values, indices = execute(_top_k, (x,), {"k": int(k), "sorted": bool(sorted),
-                                             "index_type": dtypes.as_dtype(index_type)._np})
+    attrs = {"sorted": bool(sorted), "index_type": dtypes.as_dtype(index_type)._np}
+    if isinstance(k, SymbolicTensor) and constant_value(k) is None:     # k read when the graph runs
+        if k._value.dtype not in (np.int32, np.int64) or k._value.ndim:
+            raise TypeError(f"k of TopKV2 must be an int32 or int64 scalar, got {k.dtype.name} of shape {k.shape}.")
+        values, indices = execute(_top_k, (x, k), attrs)
+    else:
+        k = constant_value(k) if isinstance(k, Tensor) else k
+        values, indices = execute(_top_k, (x,), dict(attrs, k=int(k)))
     return TopKV2(values, indices)
 
 
@@ -607,6 +658,8 @@ def _in_top_k(predictions, targets, k):
     return valid & np.isfinite(target_value) & (larger < k)
 
 
+_top_k.shape_fn = shape_fns.top_k_shape
+_in_top_k.shape_fn = shape_fns.in_top_k_shape
 no_gradient("InTopKV2")
 
 

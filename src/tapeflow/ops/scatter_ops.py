@@ -9,13 +9,16 @@ with [n, 1] indices); scatters differentiate into gathers and back.
 import numpy as np
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
-from tapeflow.ops.array_ops import _dense, _shape_str, _transpose_op, reshape
+from tapeflow.graph.graph import Meta, SymbolicTensor
+from tapeflow.ops import constructor_ops, shape_tensors
+from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 
 
 # -- gathers ------------------------------------------------------------------
@@ -42,6 +45,7 @@ def _gather(params, indices, axis, batch_dims):
         return np.asarray(out) if isinstance(out, np.generic) else out   # a 0-d result stays an array
     # One advanced index over (flattened batch, gathered axis) puts [nb, I...] in front.
     pshape, ishape = params.shape, idx.shape
+    _check_batch_dims(pshape, ishape, batch_dims)
     nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
     p = np.moveaxis(params.reshape((nb,) + pshape[batch_dims:]), axis - batch_dims + 1, 1)
     i = idx.reshape((nb,) + ishape[batch_dims:])
@@ -51,46 +55,71 @@ def _gather(params, indices, axis, batch_dims):
     return out.reshape(pshape[:axis] + ishape[batch_dims:] + pshape[axis + 1:])
 
 
+def _check_batch_dims(pshape, ishape, batch_dims):
+    """The batch dimensions of params and indices must agree (unknown ones, None, agree with any)."""
+    for d in range(batch_dims):
+        if pshape[d] != ishape[d] and pshape[d] is not None and ishape[d] is not None:
+            raise ValueError(f"params.shape[{d}]: {pshape[d]} should be equal to indices.shape[{d}]: {ishape[d]}")
+
+
+def _gather_shape(params, indices, axis, batch_dims):
+    """Graph shape (TensorFlow's rule): params.shape[:axis] + indices.shape[batch_dims:] + params.shape[axis + 1:]."""
+    pshape = tuple(params.shape)
+    return [Meta(pshape[:axis] + tuple(indices.shape)[batch_dims:] + pshape[axis + 1:], params.dtype)]
+
+
+_gather.shape_fn = _gather_shape
+
+
+def _dims(t):
+    """t's static shape, or (graphs, unknown sizes) its dims as ints and scalar tensors read at run time."""
+    shape = t._value.shape
+    return tuple(shape) if None not in shape else tuple(shape_tensors.dims_of(t))
+
+
 @_gather.def_grad
 def _gather_grad(op, dy):
     params, indices = op.inputs
     axis, batch_dims = op.get_attr("axis"), op.get_attr("batch_dims")
     pshape = params._value.shape
     if batch_dims:
-        return _batch_gather_grad(_dense(dy), indices, pshape, axis, batch_dims), None
+        return _batch_gather_grad(_dense(dy), indices, params, axis, batch_dims), None
     if axis == 0:                                      # rows of dy land on the gathered rows (sparse)
         return _indexed_slices_grad(dy, indices, pshape, params), None
     from tapeflow.ops import math_ops                  # gathered axes to the front, segment-sum, move back
     dy = _dense(dy)
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
-    rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, pshape[axis])
+    n = pshape[axis] if pshape[axis] is not None else shape_tensors.dims_of(params)[axis]
+    rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
     back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
     return _transpose_op(rows, back), None
 
 
-def _batch_gather_grad(dy, indices, pshape, axis, batch_dims):
+def _batch_gather_grad(dy, indices, params, axis, batch_dims):
     """Segment-sums dy [B..., A..., I..., R...] into params [B..., A..., N, R...], batches kept apart
-    by offsetting the indices of batch k by k * N."""
+    by offsetting the indices of batch k by k * N.  In graphs, unknown sizes are scalar tensors."""
     from tapeflow.ops import math_ops
-    ishape = indices._value.shape
-    nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
-    ni = int(np.prod(ishape[batch_dims:], dtype=np.int64))
-    n, a_dims, r_dims = pshape[axis], pshape[batch_dims:axis], pshape[axis + 1:]
+    pdims, idims = _dims(params), _dims(indices)
+    nb, ni = shape_tensors.product(pdims[:batch_dims]), shape_tensors.product(idims[batch_dims:])
+    n, a_dims, r_dims = pdims[axis], pdims[batch_dims:axis], pdims[axis + 1:]
     na, nr = len(a_dims), len(r_dims)
-    g = reshape(dy, (nb,) + a_dims + ishape[batch_dims:] + r_dims)
+    g = reshape(dy, (nb,) + a_dims + idims[batch_dims:] + r_dims)
     g = _transpose_op(g, (0,) + tuple(range(1 + na, g._value.ndim - nr)) + tuple(range(1, 1 + na))
                       + tuple(range(g._value.ndim - nr, g._value.ndim)))
     g = reshape(g, (nb * ni,) + a_dims + r_dims)
-    offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
+    if isinstance(nb, Tensor) or isinstance(n, Tensor):
+        offsets = reshape(math_ops.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
+    else:
+        offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
     ids = reshape(math_ops.add(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
     rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
-    return reshape(rows, pshape)
+    return _reshape_to_input(rows, params)
 
 
 def _indexed_slices_grad(dy, indices, pshape, params=None):
-    values = reshape(dy, (-1,) + tuple(pshape[1:]))
+    values = reshape(dy, (-1,) + (tuple(pshape[1:]) if None not in pshape[1:] else _dims(params)[1:]))
     flat_indices = reshape(indices, (-1,))
     if None in tuple(pshape):        # rows unknown while building a graph: the dense sum, sized at run time
         from tapeflow.ops import math_ops
@@ -152,15 +181,19 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         if batch_dims > len(ishape):
             raise InvalidArgumentError(None, "GatherV2", f"batch_dims ({batch_dims}) must be less than or equal to "
                                        f"rank(indices) ({len(ishape)}). [Op:GatherV2]")
-        for d in range(batch_dims):
-            if params._value.shape[d] != ishape[d]:
-                raise InvalidArgumentError(None, "GatherV2", f"params.shape[{d}]: {params._value.shape[d]} should be "
-                                           f"equal to indices.shape[{d}]: {ishape[d]} [Op:GatherV2]")
+        try:
+            _check_batch_dims(params._value.shape, ishape, batch_dims)
+        except ValueError as e:
+            raise InvalidArgumentError(None, "GatherV2", f"{e} [Op:GatherV2]") from None
     return execute(_gather, (params, indices), {"axis": axis, "batch_dims": batch_dims})
 
 
 def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     """The entries of `tensor` where `mask` is true, the mask covering axes axis..axis+rank(mask)-1.
+
+    In graphs the number of entries kept is known only when the graph runs
+    (also for a constant mask, as in TensorFlow), and the mask may be a
+    tensor of unknown dimensions.
 
     Raises:
       ValueError: a scalar mask, or mask dimensions that do not match `tensor`.
@@ -170,17 +203,45 @@ def boolean_mask(tensor, mask, axis=None, name="boolean_mask"):
     array([1, 3], dtype=int32)
     """
     x = convert_to_tensor(tensor)
+    if state.graphs and (isinstance(x, SymbolicTensor) or isinstance(mask, SymbolicTensor)):
+        return _boolean_mask_graph(x, mask, axis)
     m = np.asarray(mask._value if isinstance(mask, Tensor) else mask)
     if m.ndim == 0:
         raise ValueError("mask cannot be scalar.")
     shape = x._value.shape
-    axis = 0 if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
-    axis = axis + len(shape) if axis < 0 else axis
+    axis = _mask_axis(axis, len(shape))
     covered = shape[axis:axis + m.ndim]
     if covered != m.shape:
         raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(m.shape)} are incompatible")
     flat = reshape(x, shape[:axis] + (-1,) + shape[axis + m.ndim:])
     keep = Tensor(np.flatnonzero(m).astype(np.int64))
+    return gather(flat, keep, axis=axis)
+
+
+def _mask_axis(axis, rank):
+    axis = 0 if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
+    return axis + rank if axis < 0 else axis
+
+
+def _boolean_mask_graph(x, mask, axis):
+    """boolean_mask in a graph: the kept count is known only when the graph runs (TensorFlow's static
+    shape), so the mask's true positions come from a Where node, even for a constant mask."""
+    from tapeflow.graph.graph import const, get_default_graph
+    from tapeflow.ops import array_ops
+    m = convert_to_tensor(mask)
+    if not isinstance(m, SymbolicTensor):
+        m = const(get_default_graph(), m)
+    mshape, shape = tuple(m._value.shape), tuple(x._value.shape)
+    if not mshape:
+        raise ValueError("mask cannot be scalar.")
+    axis = _mask_axis(axis, len(shape))
+    covered = shape[axis:axis + len(mshape)]
+    if len(covered) != len(mshape) or any(a != b and a is not None and b is not None for a, b in zip(covered, mshape)):
+        raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(mshape)} are incompatible")
+    dims = _dims(x)
+    lead = shape_tensors.product(dims[axis:axis + len(mshape)])
+    flat = reshape(x, dims[:axis] + (lead,) + dims[axis + len(mshape):])
+    keep = reshape(array_ops.where_indices(reshape(m, (-1,))), (-1,))
     return gather(flat, keep, axis=axis)
 
 
@@ -227,6 +288,23 @@ def _gather_nd(params, indices):
     return np.asarray(params[_rows(idx)])
 
 
+def _gather_nd_shape(params, indices):
+    """Graph shape (TensorFlow's rule): indices.shape[:-1] + params.shape[k:], k = indices.shape[-1]."""
+    pshape, ishape = tuple(params.shape), tuple(indices.shape)
+    if not ishape:
+        raise ValueError("Shape must be at least rank 1 but is rank 0 for 'GatherNd' (indices)")
+    k = ishape[-1]
+    if k is None:
+        raise ValueError(f"The last dimension of the indices of GatherNd must be known while the graph is built, "
+                         f"got indices of shape {list(ishape)}; give it a static shape.")
+    if k > len(pshape):
+        raise ValueError(f"index innermost dimension length must be <= params rank; saw: {k} vs. {len(pshape)}")
+    return [Meta(ishape[:-1] + pshape[k:], params.dtype)]
+
+
+_gather_nd.shape_fn = _gather_nd_shape
+
+
 @_gather_nd.def_grad
 def _gather_nd_grad(op, dy):
     params, indices = op.inputs
@@ -269,19 +347,28 @@ def _batch_gather_nd(params, indices, batch_dims):
     if batch_dims < 0 or batch_dims >= len(ishape) or batch_dims > len(pshape):
         raise ValueError(f"batch_dims = {batch_dims} must be in [0, rank(indices) - 1 = {len(ishape) - 1}] and "
                          f"at most rank(params) = {len(pshape)}.")
-    if pshape[:batch_dims] != ishape[:batch_dims]:
+    if any(a != b and a is not None and b is not None for a, b in zip(pshape[:batch_dims], ishape[:batch_dims])):
         raise InvalidArgumentError(None, "GatherNd", f"The batch dimensions of params {_shape_str(pshape)} and "
                                    f"indices {_shape_str(ishape)} must match [Op:GatherNd]")
     from tapeflow.ops import array_ops, math_ops
-    nb = int(np.prod(pshape[:batch_dims], dtype=np.int64))
-    inner = ishape[batch_dims:-1]
     k = ishape[-1]
+    if k is None:
+        raise ValueError(f"The last dimension of the indices of gather_nd must be known while the graph is built, "
+                         f"got indices of shape {list(ishape)}.")
+    pdims, idims = _dims(params), _dims(indices)       # graphs: unknown sizes are scalar tensors
+    bdims = tuple(p if i is None else i for p, i in zip(pdims[:batch_dims], ishape[:batch_dims]))
+    nb = shape_tensors.product(bdims)
     flat_idx = reshape(math_ops.cast(indices, dtypes.int64), (nb, -1, k))
-    batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1),
-                                   (nb, flat_idx._value.shape[1], 1)).copy())
-    out = execute(_gather_nd, (reshape(params, (nb,) + pshape[batch_dims:]),
+    m = flat_idx._value.shape[1]
+    if isinstance(nb, Tensor) or m is None:
+        m = shape_tensors.dims_of(flat_idx)[1]
+        batch = reshape(math_ops.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
+        batch = array_ops.broadcast_to(batch, (nb, m, 1))
+    else:
+        batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1), (nb, m, 1)).copy())
+    out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]),
                                array_ops.concat([batch, flat_idx], -1)), {})
-    return reshape(out, pshape[:batch_dims] + inner + pshape[batch_dims + k:])
+    return reshape(out, bdims + idims[batch_dims:-1] + pdims[batch_dims + k:])
 
 
 def _check_updates(idx, updates_shape, shape, op_type):
@@ -315,15 +402,34 @@ def _add_rows(out, idx, updates):
 
 @op("ScatterNd", same_dtype=False)
 def _scatter_nd(indices, updates, shape):
+    if type(shape) is np.ndarray:                      # a size input (graphs, Note [size inputs])
+        shape = tuple(shape.tolist())
     idx = np.asarray(indices)
     _check_updates(idx, updates.shape, shape, "ScatterNd")
     return _add_rows(np.zeros(shape, updates.dtype), idx, updates)
 
 
+@shape_tensors.reads_inputs
+def _scatter_nd_shape(indices, updates, shape):
+    dims = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "ScatterNd"), "ScatterNd")
+    return _scatter_shape(indices._value, updates._value, dims, updates._value.dtype, "ScatterNd")
+
+
 @_scatter_nd.def_grad
 def _scatter_nd_grad(op, dy):
-    indices = op.inputs[0]                             # each update reads its target's gradient
-    return None, execute(_gather_nd, (_dense(dy), indices), {})
+    indices, updates = op.inputs[:2]                   # each update reads its target's gradient
+    du = _gather_updates(_dense(dy), indices, updates)
+    return (None, du) if len(op.inputs) == 2 else (None, du, None)
+
+
+def _gather_updates(dy, indices, updates):
+    """The gradient of a scatter's updates: dy read at the index rows.  In graphs, an index row length
+    unknown while building follows from the ranks (updates = indices[:-1] + out[k:])."""
+    ishape = indices._value.shape
+    if ishape[-1] is None:
+        k = dy._value.ndim - updates._value.ndim + len(ishape) - 1
+        indices = reshape(indices, _dims(indices)[:-1] + (k,))
+    return execute(_gather_nd, (dy, indices), {})
 
 
 def _scatter_nd_op(indices, updates, shape):
@@ -333,6 +439,8 @@ def _scatter_nd_op(indices, updates, shape):
 def scatter_nd(indices, updates, shape, name=None):
     """A zeros tensor of `shape` with `updates` added at the index rows `indices` (repeats add up).
 
+    In graphs, `shape` may be an int tensor or hold scalar tensors (`tf.shape(x)`).
+
     Raises:
       InvalidArgumentError: shapes that do not fit together or an index outside `shape`.
 
@@ -341,8 +449,15 @@ def scatter_nd(indices, updates, shape, name=None):
     array([0., 4., 0., 2., 0.], dtype=float32)
     """
     indices = _nd_indices(indices, "ScatterNd")
-    from tapeflow.ops.constructor_ops import _int_list
-    dims = _int_list(shape, "shape")
+    try:
+        dims = constructor_ops._int_list(shape, "shape")
+    except TypeError:                                  # sizes from symbolic tensors (graphs)
+        dims = shape_tensors.sizes_or_tensor(shape, "shape", "ScatterNd")
+        if dims is None:
+            raise
+        if isinstance(dims, Tensor):
+            return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
+        dims = dims.tolist()
     return _scatter_nd_op(indices, convert_to_tensor(updates), dims)
 
 
@@ -368,26 +483,53 @@ _tensor_scatter_add = _tensor_scatter("Add")
 _tensor_scatter_sub = _tensor_scatter("Sub")
 
 
+def _scatter_shape(indices, updates, out_shape, dtype, op_type):
+    """Graph shape of a scatter: `out_shape`, after TensorFlow's checks of the dims known while building."""
+    ishape, ushape = tuple(indices.shape), tuple(updates.shape)
+    if not ishape:
+        raise ValueError(f"indices must be at least a vector [Op:{op_type}]")
+    k = ishape[-1]
+    if k is not None and k > len(out_shape):
+        raise ValueError(f"Index innermost dimension length {k} is larger than the rank {len(out_shape)} of "
+                         f"the output {list(out_shape)} [Op:{op_type}]")
+    want = ishape[:-1] + (tuple(out_shape[k:]) if k is not None else ushape[len(ishape) - 1:])
+    if len(ushape) != len(want) or any(a != b and a is not None and b is not None for a, b in zip(ushape, want)):
+        raise ValueError(f"The shape of updates {list(ushape)} does not fit indices {list(ishape)} and the "
+                         f"output {list(out_shape)}: expected {list(want)} [Op:{op_type}]")
+    return [Meta(tuple(out_shape), dtype)]
+
+
+_scatter_nd.shape_fn = _scatter_nd_shape
+
+
+def _tensor_scatter_shape(op_type):
+    return lambda tensor, indices, updates: _scatter_shape(indices, updates, tensor.shape, tensor.dtype, op_type)
+
+
+for _kernel in (_tensor_scatter_update, _tensor_scatter_add, _tensor_scatter_sub):
+    _kernel.shape_fn = _tensor_scatter_shape(_kernel.type)
+
+
 @_tensor_scatter_update.def_grad
 def _tensor_scatter_update_grad(op, dy):
     from tapeflow.ops import math_ops
     _, indices, updates = op.inputs                    # overwritten entries do not reach the output
     dy = _dense(dy)
     kept = execute(_tensor_scatter_update, (dy, indices, math_ops.zeros_like(updates)), {})
-    return kept, None, execute(_gather_nd, (dy, indices), {})
+    return kept, None, _gather_updates(dy, indices, updates)
 
 
 @_tensor_scatter_add.def_grad
 def _tensor_scatter_add_grad(op, dy):
     dy = _dense(dy)                                    # d(t + scatter(u)) = dt + gather(du)
-    return dy, None, execute(_gather_nd, (dy, op.inputs[1]), {})
+    return dy, None, _gather_updates(dy, op.inputs[1], op.inputs[2])
 
 
 @_tensor_scatter_sub.def_grad
 def _tensor_scatter_sub_grad(op, dy):
     from tapeflow.ops import math_ops
     dy = _dense(dy)                                    # d(t - scatter(u)) = dt - gather(du)
-    return dy, None, math_ops.negative(execute(_gather_nd, (dy, op.inputs[1]), {}))
+    return dy, None, math_ops.negative(_gather_updates(dy, op.inputs[1], op.inputs[2]))
 
 
 def _tensor_scatter_call(kernel, tensor, indices, updates):

@@ -15,8 +15,11 @@ from tapeflow.framework.dtypes import NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import SymbolicTensor
 from tapeflow.ops import array_ops
 from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
+from tapeflow.ops.shape_tensors import meta, reads_inputs
 from tapeflow.ops.unary_ops import sqrt
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
@@ -45,8 +48,19 @@ def _at_least_one(counts):
 
 def _ids_shaped_like(ids, t):
     """`ids` reshaped with trailing 1s so that it broadcasts against the per-row tensor `t`."""
-    extra = t._value.ndim - ids._value.ndim
-    return array_ops.reshape(ids, ids._value.shape + (1,) * extra) if extra else ids
+    return _trailing_ones(ids, t._value.ndim - ids._value.ndim)
+
+
+def _trailing_ones(t, extra):
+    """`t` with `extra` size-1 axes appended (inserted one by one when t has unknown dims)."""
+    if not extra:
+        return t
+    shape = t._value.shape
+    if None not in shape:
+        return array_ops.reshape(t, shape + (1,) * extra)
+    for _ in range(extra):
+        t = array_ops.expand_dims(t, -1)
+    return t
 
 
 # -- sorted segments ----------------------------------------------------------------
@@ -82,12 +96,16 @@ def _segment_counts(data, ids):
 
 
 def _segment_shape_fn(data, segment_ids):
-    """Graph shape rule: the number of segments is known only from concrete ids."""
+    """Graph shape rule: the number of segments is known only when the ids are read (TF's rule)."""
     from tapeflow.graph.graph import Meta
-    rows = None
-    if isinstance(segment_ids, np.ndarray):
-        rows = int(segment_ids[-1]) + 1 if segment_ids.size else 0
-    return [Meta((rows,) + tuple(data.shape[1:]), data.dtype)]
+    if len(segment_ids.shape) != 1:
+        raise ValueError(f"segment_ids must be 1-D, got shape {list(segment_ids.shape)}.")
+    if not data.shape:
+        raise ValueError("data must be at least 1-D to be split into segments.")
+    if None not in (data.shape[0], segment_ids.shape[0]) and data.shape[0] != segment_ids.shape[0]:
+        raise ValueError(f"segment_ids (shape {list(segment_ids.shape)}) must match the first dimension of data "
+                         f"(shape {list(data.shape)}).")
+    return [Meta((None,) + tuple(data.shape[1:]), data.dtype)]
 
 
 @op("SegmentSum", dtypes=NUMERIC_TYPES, same_dtype=False)
@@ -112,7 +130,11 @@ def _segment_mean(data, segment_ids):
 @_segment_mean.def_grad
 def _segment_mean_grad(op, dy):
     data, ids = op.inputs                               # each row gets dy / (rows in its segment)
-    ones = Tensor(np.ones(ids._value.shape + (1,) * (data._value.ndim - 1), dy._value.dtype))
+    extra = (1,) * (data._value.ndim - 1)
+    if None in ids._value.shape:
+        ones = _trailing_ones(ones_like(ids, dtype=dtypes.as_dtype(dy._value.dtype)), len(extra))
+    else:
+        ones = Tensor(np.ones(ids._value.shape + extra, dy._value.dtype))
     counts = segment_sum(ones, ids)
     return array_ops.gather(dy / _at_least_one(counts), ids), None
 
@@ -203,6 +225,7 @@ def segment_prod(data, segment_ids, name=None):
 # -- unsorted segments ----------------------------------------------------------------
 
 def _unsorted_reduce(ufunc, empty, data, ids, num_segments):
+    num_segments = int(num_segments)                     # an attr, or a scalar array (Note [size inputs])
     if data.shape[:ids.ndim] != ids.shape:
         raise ValueError(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(ids.shape)}")
     if ids.size and ids.max() >= num_segments:
@@ -222,13 +245,13 @@ def _unsorted_segment_sum(data, segment_ids, num_segments):
 def _gather_dropping_negatives(params, ids):
     """params[ids] with zero rows where ids < 0."""
     g = array_ops.gather(params, maximum(ids, zeros_like(ids)))
-    keep = array_ops.broadcast_to(_ids_shaped_like(greater_equal(ids, zeros_like(ids)), g), g._value.shape)
+    keep = _ids_shaped_like(greater_equal(ids, zeros_like(ids)), g)      # broadcast by where
     return where(keep, g, zeros_like(g))
 
 
 @_unsorted_segment_sum.def_grad
 def _unsorted_segment_sum_grad(op, dy):
-    return _gather_dropping_negatives(dy, op.inputs[1]), None   # each row gets its segment's gradient
+    return _with_none_for_sizes(op, _gather_dropping_negatives(dy, op.inputs[1]))   # each row: its segment's gradient
 
 
 @op("UnsortedSegmentMax", dtypes=REAL_TYPES, same_dtype=False)
@@ -243,12 +266,13 @@ def _unsorted_segment_min(data, segment_ids, num_segments):
 
 def _unsorted_min_or_max_grad(op, dy):
     # The segment's gradient goes to the rows equal to its result, split evenly among ties.
-    data, ids = op.inputs
-    n = op.get_attr("num_segments")
-    valid = array_ops.broadcast_to(_ids_shaped_like(greater_equal(ids, zeros_like(ids)), data), data._value.shape)
+    data, ids = op.inputs[:2]
+    n = _num_segments(op)
+    valid = _ids_shaped_like(greater_equal(ids, zeros_like(ids)), data)  # broadcast by logical_and
     chosen = logical_and(equal(data, _gather_dropping_negatives(op.outputs[0], ids)), valid)
     count = unsorted_segment_sum(cast(chosen, dy._value.dtype), ids, n)
-    return where(chosen, _gather_dropping_negatives(dy / _at_least_one(count), ids), zeros_like(data)), None
+    dx = where(chosen, _gather_dropping_negatives(dy / _at_least_one(count), ids), zeros_like(data))
+    return _with_none_for_sizes(op, dx)
 
 
 _unsorted_segment_max.def_grad(_unsorted_min_or_max_grad, uses_outputs=True)
@@ -263,8 +287,8 @@ def _unsorted_segment_prod(data, segment_ids, num_segments):
 @_unsorted_segment_prod.def_grad(uses_outputs=True)
 def _unsorted_segment_prod_grad(op, dy):
     # As for SegmentProd: prod / x_i, with the one-zero and two-zeros cases handled apart.
-    data, ids = op.inputs
-    n = op.get_attr("num_segments")
+    data, ids = op.inputs[:2]
+    n = _num_segments(op)
     is_zero = equal(data, zeros_like(data))
     zeros = unsorted_segment_sum(cast(is_zero, dtypes.int32), ids, n)
     dy = where(greater(zeros, ones_like(zeros)), zeros_like(dy), dy)
@@ -272,7 +296,7 @@ def _unsorted_segment_prod_grad(op, dy):
     nonzero_prod = unsorted_segment_prod(safe, ids, n)
     clipped = maximum(ids, zeros_like(ids))
     partial = where(is_zero, array_ops.gather(nonzero_prod, clipped), array_ops.gather(op.outputs[0], clipped) / safe)
-    return _gather_dropping_negatives(dy, ids) * partial, None
+    return _with_none_for_sizes(op, _gather_dropping_negatives(dy, ids) * partial)
 
 
 def _unsorted_op(kernel, data, segment_ids, num_segments):
@@ -280,7 +304,41 @@ def _unsorted_op(kernel, data, segment_ids, num_segments):
     ids = convert_to_tensor(segment_ids)
     if ids._value.dtype.kind not in "iu":
         raise TypeError(f"segment_ids must be an integer tensor, got {ids.dtype.name}.")
+    if isinstance(num_segments, SymbolicTensor):        # a size read when the graph runs (Note [size inputs])
+        if num_segments._value.dtype not in (np.int32, np.int64) or num_segments._value.ndim:
+            raise TypeError(f"num_segments of {kernel.type} must be an int32 or int64 scalar, got "
+                            f"{num_segments.dtype.name} of shape {num_segments.shape}.")
+        known = constant_value(num_segments)
+        if known is None:
+            return execute(kernel, (data, ids, num_segments), {})
+        num_segments = known
     return execute(kernel, (data, ids), {"num_segments": int(num_segments)})
+
+
+def _num_segments(op):
+    """The num_segments of an unsorted segment op: its attr, or its size input (Note [size inputs])."""
+    return op.inputs[2] if len(op.inputs) == 3 else op.get_attr("num_segments")
+
+
+def _with_none_for_sizes(op, dx):
+    """The gradients of an unsorted segment op: dx for data, None for the ids (and num_segments)."""
+    return (dx, None, None) if len(op.inputs) == 3 else (dx, None)
+
+
+@reads_inputs
+def _unsorted_shape_fn(data, segment_ids, num_segments):
+    """Graph shape rule: [num_segments] + the dims of data past the ids' (num_segments read if known)."""
+    dims, id_dims = tuple(data._value.shape), tuple(segment_ids._value.shape)
+    if len(dims) < len(id_dims) or any(a is not None and b is not None and a != b for a, b in zip(dims, id_dims)):
+        raise ValueError(f"data.shape = {list(dims)} does not start with segment_ids.shape = {list(id_dims)}")
+    if isinstance(num_segments, Tensor):
+        known = constant_value(num_segments)
+        num_segments = None if known is None else int(known)
+    return [meta((num_segments,) + dims[len(id_dims):], data._value.dtype)]
+
+
+for _kernel in (_unsorted_segment_sum, _unsorted_segment_max, _unsorted_segment_min, _unsorted_segment_prod):
+    _kernel.shape_fn = _unsorted_shape_fn
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
@@ -312,9 +370,10 @@ def _segment_sizes(data, segment_ids, num_segments):
     """Rows per segment (at least 1), shaped to broadcast against the segment sums."""
     data = convert_to_tensor(data)
     ids = convert_to_tensor(segment_ids)
-    ones = Tensor(np.ones(ids._value.shape, data._value.dtype))
+    shape = ids._value.shape
+    ones = ones_like(ids, dtype=data.dtype) if None in shape else Tensor(np.ones(shape, data._value.dtype))
     n = unsorted_segment_sum(ones, ids, num_segments)
-    n = array_ops.reshape(n, n._value.shape + (1,) * (data._value.ndim - ids._value.ndim))
+    n = _trailing_ones(n, data._value.ndim - ids._value.ndim)
     return maximum(n, ones_like(n))
 
 

@@ -111,3 +111,11 @@ def output_dims(values, op_type):
             raise ValueError(f"Dimension {d} must be >= -1 (a size of {op_type}).")
         out.append(None if d is None or d == -1 else d)
     return out
+
+
+def product(dims):
+    """The product of sizes that are Python ints or scalar int tensors: an int when all are ints."""
+    out = 1
+    for d in dims:
+        out = d * out if isinstance(d, Tensor) else out * d
+    return out

@@ -240,7 +240,6 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
     ends = []
     for i, (bi, si, d) in enumerate(zip(b.tolist(), s.tolist(), shape, strict=True)):
         if d is None:                                  # unknown until the graph runs: no static check
-            ends.append(bi + si)
             continue
         if not 0 <= bi <= d:
             raise InvalidArgumentError(None, "Slice", f"Expected begin[{i}] in [0, {d}], but got {bi} [Op:Slice]")
@@ -248,6 +247,8 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
         if not 0 <= si <= d - bi:
             raise InvalidArgumentError(None, "Slice", f"Expected size[{i}] in [0, {d - bi}], but got {si} [Op:Slice]")
         ends.append(bi + si)
+    if None in shape:                                  # the Slice op: its sizes are static, checked at run time
+        return _dynamic_slice(x, begin_t, size_t)
     end_mask = sum(1 << i for i, si in enumerate(s.tolist()) if si == -1)
     end = Tensor(np.asarray(ends, b.dtype))
     return execute(_strided_slice, (x, Tensor(b), end, Tensor(np.ones_like(b))),

@@ -11,6 +11,8 @@ import numpy as np
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import convert_to_tensor
+from tapeflow.graph.graph import Meta
+from tapeflow.ops import shape_tensors
 
 
 @op("ArgSort", same_dtype=False)
@@ -21,6 +23,7 @@ def _argsort(x, descending):
     return (n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]).astype(np.int32)
 
 
+_argsort.shape_fn = lambda x, descending: [Meta(tuple(x.shape), np.dtype(np.int32))]
 no_gradient("ArgSort")
 
 
@@ -81,6 +84,8 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     descending = _direction(direction)
     x, back = _moved(values, axis, "sort")
     shape = x._value.shape
+    if None in shape:                                  # graphs: unknown sizes are read at run time
+        shape = shape_tensors.dims_of(x)
     rows = array_ops.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
     out = array_ops.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)

@@ -15,6 +15,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import shape_fns
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.math_ops import _binary_inputs, equal, ones_like, where, zeros_like
 from tapeflow.ops.unary_ops import _special, exp, reciprocal, sign, square
@@ -113,7 +114,7 @@ def _polygamma(a, x):
 @_polygamma.def_grad
 def _polygamma_grad(op, dy):
     a, x = op.inputs                                    # d psi^(a)(x) = psi^(a+1)(x) dx
-    return None, unbroadcast(dy * polygamma(a + 1, x), x._value.shape)
+    return None, unbroadcast(dy * polygamma(a + 1, x), x._value.shape, x)
 
 
 def polygamma(a, x, name=None):
@@ -130,7 +131,7 @@ def _zeta(x, q):
 @_zeta.def_grad
 def _zeta_grad(op, dy):
     x, q = op.inputs                                    # d zeta(x, q) / dq = -x zeta(x+1, q)
-    return None, unbroadcast(dy * (-x * zeta(x + 1, q)), q._value.shape)
+    return None, unbroadcast(dy * (-x * zeta(x + 1, q)), q._value.shape, q)
 
 
 def zeta(x, q, name=None):
@@ -142,7 +143,7 @@ def lbeta(x, name=None):
     """log|B(x)| of the last axis: sum(lgamma(x)) - lgamma(sum(x)); -inf for an empty last axis."""
     from tapeflow.ops.reduction_ops import reduce_sum
     x = x if type(x) is Tensor else convert_to_tensor(x)
-    if x._value.ndim and x._value.shape[-1] == 0:
+    if x._value.ndim and x._value.shape[-1] == 0 and None not in x._value.shape:
         return Tensor(np.full(x._value.shape[:-1], -np.inf, x._value.dtype))
     return reduce_sum(lgamma(x), -1) - lgamma(reduce_sum(x, -1))
 
@@ -231,3 +232,8 @@ def _nextafter_grad(op, dy):
 def nextafter(x1, x2, name=None):
     """The next representable value after `x1` in the direction of `x2`."""
     return execute(_nextafter, _binary_inputs(x1, x2), {})
+
+
+# Graph shape rules: TensorFlow's broadcasting (see shape_fns).
+for _kernel in (_polygamma, _zeta, _nextafter):
+    _kernel.shape_fn = shape_fns.broadcast_shape

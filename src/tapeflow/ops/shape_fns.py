@@ -1,0 +1,225 @@
+"""Graph shape rules and static-argument helpers of the math, reduction, nn and conv families.
+
+A shape rule (`op.shape_fn`) gives an op's static output shape in a graph the
+way TensorFlow's C++ shape function does, where abstract evaluation (running
+the kernel on zeros, `graph/graph.infer_metas`) cannot infer it or infers
+more than TensorFlow does.  Rules receive the inputs' Metas (shape tuples
+with None for unknown dims) and the op's attrs.
+"""
+
+import numpy as np
+
+from tapeflow.framework.tensor import Tensor
+from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import Meta, SymbolicTensor
+
+
+def static_int(value, what, op_type):
+    """An int argument that may be a tensor (`axis=tf.constant(1)`) as a Python int.
+
+    In graphs the tensor must be known while the graph is built (a constant,
+    or computed from static shapes).
+
+    Raises:
+      ValueError: a symbolic tensor whose value is known only when the graph runs.
+      TypeError: a value that is not a single integer.
+    """
+    if type(value) is int:
+        return value
+    if isinstance(value, SymbolicTensor):
+        known = constant_value(value)
+        if known is None:
+            raise ValueError(f"`{what}` of {op_type} must be known while the graph is built (a constant or a "
+                             f"value computed from static shapes), got {value.name}.")
+        value = known
+    elif isinstance(value, Tensor):
+        value = value._value
+    array = np.asarray(value)
+    if array.size != 1 or array.dtype.kind not in "iu":
+        raise TypeError(f"`{what}` of {op_type} must be a single integer, got {value!r}.")
+    return int(array.reshape(()))
+
+
+def _merge(a, b, what):
+    """Two dims that must agree: the known one; ValueError when both are known and differ."""
+    if a is None:
+        return b
+    if b is not None and a != b:
+        raise ValueError(f"{what}: dimensions {a} and {b} are not equal.")
+    return a
+
+
+def merge_shapes(shapes, what):
+    """Shapes that must be equal (AddN's inputs), merged dim by dim.
+
+    Raises:
+      ValueError: ranks differ or known dims differ.
+    """
+    first = tuple(shapes[0])
+    for s in shapes[1:]:
+        if len(s) != len(first):
+            raise ValueError(f"{what}: shapes {list(first)} and {list(s)} must have the same rank.")
+        first = tuple(_merge(a, b, what) for a, b in zip(first, s))
+    return first
+
+
+def add_n_shape(*xs):
+    """AddN: the inputs' shapes merged (TensorFlow checks the rest when the graph runs)."""
+    return [Meta(merge_shapes([x.shape for x in xs], "Inputs to AddN"), xs[0].dtype)]
+
+
+def _broadcast_dim(a, b):
+    """One dim of a broadcast of batch dims that may be unknown (TF's BroadcastBinaryOpOutputShapeFn)."""
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if a is None or b is None:            # unknown against a size > 1: that size
+        known = a if b is None else b
+        return known if known is not None and known > 1 else None
+    if a != b:
+        raise ValueError(f"dimensions {a} and {b} are not broadcastable")
+    return a
+
+
+def broadcast_shapes(a, b):
+    """NumPy broadcasting of two static shapes holding None for unknown dims (TF's rule: an
+    unknown dim against 1 stays unknown, against a known size > 1 takes it)."""
+    a, b = tuple(a), tuple(b)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(_broadcast_dim(x, y) for x, y in zip(a, b))
+
+
+def matmul_shape(a, b, transpose_a, transpose_b):
+    """BatchMatMulV2: [..., m, k] @ [..., k, n] -> [broadcast batch..., m, n]; the inner dims must agree."""
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) < 2 or len(sb) < 2:
+        raise ValueError(f"In[0] and In[1] must be at least rank 2, got shapes {list(sa)} and {list(sb)}")
+    m, ka = (sa[-1], sa[-2]) if transpose_a else (sa[-2], sa[-1])
+    kb, n = (sb[-1], sb[-2]) if transpose_b else (sb[-2], sb[-1])
+    if ka is not None and kb is not None and ka != kb:
+        raise ValueError(f"Matrix size-incompatible: In[0]: {list(sa)}, In[1]: {list(sb)}")
+    try:
+        batch = broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError as e:
+        raise ValueError(f"In[0] and In[1] must have broadcastable batch dimensions: {list(sa)} vs {list(sb)} "
+                         f"({e})") from None
+    return [Meta(batch + (m, n), a.dtype)]
+
+
+def _broadcast_checked(*shapes):
+    out = tuple(shapes[0])
+    for s in shapes[1:]:
+        try:
+            out = broadcast_shapes(out, s)
+        except ValueError:
+            raise ValueError(f"Incompatible shapes for broadcasting: {list(shapes[0])} and "
+                             f"{[list(t) for t in shapes[1:]]}") from None
+    return out
+
+
+def broadcast_shape(x, y, **_):
+    """A broadcasting binary op whose output has x's dtype (AddV2, Mul, Maximum, ...)."""
+    return [Meta(_broadcast_checked(x.shape, y.shape), x.dtype)]
+
+
+def compare_shape(x, y, **_):
+    """A broadcasting comparison or logical op: a bool output."""
+    return [Meta(_broadcast_checked(x.shape, y.shape), np.dtype(np.bool_))]
+
+
+def complex_shape(re, im, **_):
+    """Complex: the parts broadcast; float32 parts give complex64, float64 ones complex128."""
+    dtype = np.dtype(np.complex64 if re.dtype == np.float32 else np.complex128)
+    return [Meta(_broadcast_checked(re.shape, im.shape), dtype)]
+
+
+def select_shape(condition, x, y, **_):
+    """SelectV2: condition, x and y broadcast together; x's dtype."""
+    return [Meta(_broadcast_checked(condition.shape, x.shape, y.shape), x.dtype)]
+
+
+def compatible(a, b):
+    """Whether two static shapes (None for unknown dims) can describe the same tensor."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def same_shape(x, *_, **__):
+    """An elementwise op of one input (activations, scans): x's shape and dtype."""
+    return [Meta(tuple(x.shape), x.dtype)]
+
+
+def at_least_rank1_same_shape(x, *_, **__):
+    """Softmax and LogSoftmax: x's shape; a scalar is an error."""
+    if not x.shape:
+        raise ValueError(f"logits must have >= 1 dimension, got {list(x.shape)}")
+    return same_shape(x)
+
+
+def reduction_shape(x, axis, keepdims, **_):
+    """A reduction over the (normalized) `axis` attr: those dims dropped, or kept as 1."""
+    if keepdims:
+        dims = tuple(1 if i in axis else d for i, d in enumerate(x.shape))
+    else:
+        dims = tuple(d for i, d in enumerate(x.shape) if i not in axis)
+    return [Meta(dims, x.dtype)]
+
+
+def arg_reduction_shape(x, axis, output_type):
+    """ArgMax/ArgMin: `axis` dropped, the indices' dtype."""
+    return [Meta(tuple(d for i, d in enumerate(x.shape) if i != axis), np.dtype(output_type))]
+
+
+def top_k_shape(x, k, sorted, index_type):  # noqa: A002
+    """TopKV2: [..., k] values and indices; k must not exceed a known last dim."""
+    if not x.shape:
+        raise ValueError(f"input must be >= 1-D, got shape {list(x.shape)}")
+    if type(k) is Meta:                   # k is an input known only when the graph runs
+        return [Meta(tuple(x.shape[:-1]) + (None,), x.dtype), Meta(tuple(x.shape[:-1]) + (None,), np.dtype(index_type))]
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"Need k >= 0, got {k}")
+    last = x.shape[-1]
+    if last is not None and k > last:
+        raise ValueError(f"input must have last dimension >= k = {k} but is {last}")
+    dims = tuple(x.shape[:-1]) + (k,)
+    return [Meta(dims, x.dtype), Meta(dims, np.dtype(index_type))]
+
+
+def in_top_k_shape(predictions, targets, k):
+    """InTopKV2: one bool per row of the [batch, classes] predictions."""
+    if len(predictions.shape) != 2 or len(targets.shape) != 1:
+        raise ValueError(f"predictions must be 2-D and targets 1-D, got shapes {list(predictions.shape)} and "
+                         f"{list(targets.shape)}")
+    batch = _merge(predictions.shape[0], targets.shape[0], "First dimension of predictions and targets")
+    return [Meta((batch,), np.dtype(np.bool_))]
+
+
+def softmax_xent_shape(logits, labels):
+    """SoftmaxCrossEntropyWithLogits: loss [batch], backprop [batch, classes].  Fully known shapes
+    broadcast; otherwise, like TensorFlow, an unknown dim takes the other input's size (even 1)."""
+    if len(logits.shape) != 2 or len(labels.shape) != 2:
+        raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and labels "
+                         f"{list(labels.shape)}")
+    dims = _broadcast_checked(logits.shape, labels.shape)
+    if None in logits.shape or None in labels.shape:
+        dims = tuple(b if a is None else a if b is None else d for a, b, d in zip(logits.shape, labels.shape, dims))
+    return [Meta(dims[:1], logits.dtype), Meta(dims, logits.dtype)]
+
+
+def sparse_softmax_xent_shape(logits, labels):
+    """SparseSoftmaxCrossEntropyWithLogits: [batch, classes] logits, [batch] labels."""
+    if len(logits.shape) != 2 or len(labels.shape) != 1:
+        raise ValueError(f"logits must be 2-D and labels 1-D, got logits {list(logits.shape)} and labels "
+                         f"{list(labels.shape)}")
+    batch = _merge(logits.shape[0], labels.shape[0], "logits and labels must have the same first dimension")
+    return [Meta((batch,), logits.dtype), Meta((batch, logits.shape[1]), logits.dtype)]
+
+
+def bias_add_shape(value, bias, data_format):
+    """BiasAdd: value's shape, its channel dim merged with the bias's size."""
+    dims = list(value.shape)
+    axis = 1 if data_format == "NCHW" else len(dims) - 1
+    dims[axis] = _merge(dims[axis], bias.shape[0], "Must provide as many biases as the channel dimension")
+    return [Meta(tuple(dims), value.dtype)]
