@@ -63,6 +63,8 @@ def compare(ours, theirs, rtol=None, atol=None, check_dtype=True, path="result")
     if isinstance(ours, Raised) or isinstance(theirs, Raised):
         assert isinstance(ours, Raised) and isinstance(theirs, Raised), \
             f"{path}: tapeflow gave {ours!r} but TensorFlow gave {theirs!r}"
+        for r in (ours, theirs):        # a test program's own bug must not pass as agreement
+            assert not isinstance(r.exc, NameError), f"{path}: the program itself failed: {r!r}"
         mine = type(ours.exc).__name__
         assert mine in theirs.names() or type(theirs.exc).__name__ in ours.names(), \
             f"{path}: tapeflow raised {ours!r}, TensorFlow raised {theirs!r}"

@@ -24,8 +24,8 @@ def test_queries(name):
 
     def prog(tf):
         s = tf.TensorShape(dims)
-        dims = None if s.dims is None else [(repr(d), d.value, str(d)) for d in s.dims]
-        out = [s.rank, s.ndims, s.is_fully_defined(), s.num_elements(), repr(s), str(s), bool(s), dims]
+        listed = None if s.dims is None else [(repr(d), d.value, str(d)) for d in s.dims]
+        out = [s.rank, s.ndims, s.is_fully_defined(), s.num_elements(), repr(s), str(s), bool(s), listed]
         for method in ("as_list", "__len__", "__iter__"):
             try:
                 r = getattr(s, method)()

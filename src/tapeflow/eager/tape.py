@@ -11,7 +11,6 @@ Structures (all keyed by tensor id or op id):
 """
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import NOT_DIFFERENTIABLE
 
 _TRAINABLE = dtypes.TRAINABLE_NP

@@ -16,7 +16,7 @@ from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable, _UnreadVariable, graph_variables
 from tapeflow.graph.executor import Plan
-from tapeflow.graph.graph import Graph, Meta, Operation, SymbolicTensor
+from tapeflow.graph.graph import Meta, Operation, SymbolicTensor
 
 
 @op("Placeholder", same_dtype=False)

@@ -209,15 +209,9 @@ def reshape(tensor, shape, name=None):
     x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
     if type(shape) is tuple and not state.graphs:
         return execute(_reshape, (x,), {"shape": shape})
-    try:
-        new_shape = _int_list(shape, "shape")
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        new_shape = shape_tensors.sizes_or_tensor(shape, "shape", "Reshape")
-        if new_shape is None:
-            raise
-        if isinstance(new_shape, Tensor):
-            return execute(_reshape, (x, new_shape), {})
-        new_shape = tuple(new_shape.tolist())
+    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_list)
+    if isinstance(new_shape, Tensor):
+        return execute(_reshape, (x, new_shape), {})
     return execute(_reshape, (x,), {"shape": new_shape})
 
 
@@ -348,15 +342,9 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
       ValueError: in graphs, sizes known while building that are not compatible.
     """
     x = convert_to_tensor(input)
-    try:
-        dims = _int_list(shape, "shape")
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        dims = shape_tensors.sizes_or_tensor(shape, "shape", "BroadcastTo")
-        if dims is None:
-            raise
-        if isinstance(dims, Tensor):
-            return execute(_broadcast_to, (x, dims), {})
-        dims = tuple(dims.tolist())
+    dims = shape_tensors.ints_or_tensor(shape, "shape", "BroadcastTo", _int_list)
+    if isinstance(dims, Tensor):
+        return execute(_broadcast_to, (x, dims), {})
     return execute(_broadcast_to, (x,), {"shape": dims})
 
 
@@ -455,15 +443,9 @@ def tile(input, multiples, name=None):  # noqa: A002
       ValueError: in graphs, a `multiples` tensor not of length rank.
     """
     x = convert_to_tensor(input)
-    try:
-        reps = _int_list(multiples, "multiples")
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        reps = shape_tensors.sizes_or_tensor(multiples, "multiples", "Tile")
-        if reps is None:
-            raise
-        if isinstance(reps, Tensor):
-            return execute(_tile, (x, reps), {})
-        reps = tuple(reps.tolist())
+    reps = shape_tensors.ints_or_tensor(multiples, "multiples", "Tile", _int_list)
+    if isinstance(reps, Tensor):
+        return execute(_tile, (x, reps), {})
     if len(reps) != x._value.ndim:
         raise InvalidArgumentError(None, "Tile", f"Expected multiples argument to be a vector of length "
                                    f"{x._value.ndim} but got length {len(reps)} [Op:Tile]")
@@ -497,8 +479,8 @@ def _pad_grad(op, dy):
     from tapeflow.ops import slicing_ops                # the gradient is the unpadded block of dy
     if len(op.inputs) == 3:                             # paddings known when the graph runs
         x, _, paddings = op.inputs
-        size = shape(x, out_type=paddings._value.dtype)
-        return slicing_ops.slice(_dense(dy), paddings[:, 0], size), None, None
+        sizes = shape(x, out_type=paddings._value.dtype)
+        return slicing_ops.slice(_dense(dy), paddings[:, 0], sizes), None, None
     block = tuple(builtins.slice(b, -a if a else None) for b, a in op.get_attr("paddings"))
     return slicing_ops._getitem(_dense(dy), block), None
 

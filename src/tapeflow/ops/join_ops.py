@@ -247,15 +247,10 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             raise InvalidArgumentError(None, "Split", f"-input rank(-{rank_}) <= split_dim < input rank ({rank_}), "
                                        f"but got {int(axis)} [Op:Split]")
         return list(execute(_split_even, (x,), {"num_split": int(splits), "axis": int(axis) % rank_}))
-    try:
-        sizes = list(_int_list(splits, "num_or_size_splits"))
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        sizes = shape_tensors.sizes_or_tensor(splits, "num_or_size_splits", "SplitV")
-        if sizes is None:
-            raise
-        if isinstance(sizes, Tensor):
-            return _split_dynamic(x, sizes, axis, num)
-        sizes = sizes.tolist()
+    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_list)
+    if isinstance(sizes, Tensor):
+        return _split_dynamic(x, sizes, axis, num)
+    sizes = list(sizes)
     if num is not None and num != len(sizes):
         raise InvalidArgumentError(None, "SplitV", f"size of the split_tensor must be 1-D and have the same elements "
                                    f"as outputs got 1 -D and {len(sizes)} elements [Op:SplitV]")

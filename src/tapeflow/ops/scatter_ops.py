@@ -449,15 +449,9 @@ def scatter_nd(indices, updates, shape, name=None):
     array([0., 4., 0., 2., 0.], dtype=float32)
     """
     indices = _nd_indices(indices, "ScatterNd")
-    try:
-        dims = constructor_ops._int_list(shape, "shape")
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        dims = shape_tensors.sizes_or_tensor(shape, "shape", "ScatterNd")
-        if dims is None:
-            raise
-        if isinstance(dims, Tensor):
-            return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
-        dims = dims.tolist()
+    dims = shape_tensors.ints_or_tensor(shape, "shape", "ScatterNd", constructor_ops._int_list)
+    if isinstance(dims, Tensor):
+        return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
     return _scatter_nd_op(indices, convert_to_tensor(updates), dims)
 
 

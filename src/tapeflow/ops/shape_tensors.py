@@ -65,6 +65,23 @@ def sizes_or_tensor(value, what, op_type):
     return t if known is None else known
 
 
+def ints_or_tensor(value, what, op_type, int_list):
+    """A size argument as `int_list(value, what)` (a tuple of ints, the static
+    path), or, in graphs where an entry is known only at run time, the int
+    tensor the op takes as an input (Note [size inputs]).
+
+    Raises:
+      TypeError: `value` is not a size argument.
+    """
+    try:
+        return int_list(value, what)
+    except TypeError:
+        known = sizes_or_tensor(value, what, op_type)
+        if known is None:
+            raise
+        return known if isinstance(known, Tensor) else tuple(known.tolist())
+
+
 def vector(sizes, what, op_type):
     """The entries of a size argument (tuple attr or 1-D tensor input) as ints, None where unknown."""
     if isinstance(sizes, Tensor):
