@@ -106,7 +106,7 @@ def _affine(sample, scale, shift, dtype):
     """sample * scale + shift with tapeflow ops, so tensor parameters get gradients."""
     if _is_number(scale, 1.0) and _is_number(shift, 0.0):
         return sample
-    return math_ops.add(math_ops.multiply(sample, convert_to_tensor(scale, dtype=dtype)),
+    return math_ops.add_v2(math_ops.multiply(sample, convert_to_tensor(scale, dtype=dtype)),
                         convert_to_tensor(shift, dtype=dtype))
 
 

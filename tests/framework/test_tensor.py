@@ -461,7 +461,38 @@ INT_AND_FLOAT_OPERANDS = {
     "less": (lambda tf, t: t < 2.5, "TypeError", "Cannot convert 2.5"),
     "in_function": (lambda tf, t: tf.function(lambda: t + 2.5)(), "TypeError", ""),
     "mul_in_function": (lambda tf, t: tf.function(lambda: t * 2.5)(), "TypeError", ""),
+    # tf.add converts y with x's dtype as a hint, like `+`; so do literals on both sides
+    "tf_add": (lambda tf, t: tf.add(t, 2.5), "InvalidArgumentError", "expected to be a int32 tensor"),
+    "tf_add_literals": (lambda tf, t: tf.add(1, 2.5), "InvalidArgumentError", "but is a float tensor"),
+    "tf_math_add_in_function": (lambda tf, t: tf.function(lambda: tf.math.add(t, 2.5))(), "TypeError", "AddV2"),
 }
+
+
+# Graphs check input dtypes when an op is built: TypeError, where eager kernels raise InvalidArgumentError.
+GRAPH_DTYPE_MISMATCHES = {
+    "add": lambda tf, x, y: x + y,
+    "matmul": lambda tf, x, y: tf.matmul(tf.reshape(x, [1, 2]), tf.reshape(y, [2, 1])),
+    "concat": lambda tf, x, y: tf.concat([x, y], 0),
+    "maximum": lambda tf, x, y: tf.maximum(x, y),
+    "conv2d": lambda tf, x, y: tf.nn.conv2d(tf.reshape(x, [1, 1, 2, 1]), tf.reshape(y, [1, 1, 1, 2]), 1, "VALID"),
+    "tensor_scatter_update": lambda tf, x, y: tf.tensor_scatter_nd_update(x, [[0]], y[:1]),
+    "reduce_any": lambda tf, x, y: tf.reduce_any(x),
+    "not_allowed": lambda tf, x, y: tf.math.lgamma(tf.cast(x, tf.int32)),
+    "pad_constant": lambda tf, x, y: tf.pad(x, [[1, 1]], constant_values=y[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(GRAPH_DTYPE_MISMATCHES))
+@pytest.mark.parametrize("graph", [False, True], ids=["eager", "function"])
+def test_dtype_mismatch_class_depends_on_mode(name, graph):
+    fn = GRAPH_DTYPE_MISMATCHES[name]
+
+    def prog(tf):
+        x, y = tf.constant([1.0, 2.0]), tf.constant([1.0, 2.0], tf.float64)
+        return tf.function(lambda x, y: fn(tf, x, y))(x, y) if graph else fn(tf, x, y)
+    ours, theirs = run_both(prog)
+    compare(ours, theirs)
+    assert type(ours.exc).__name__ == ("TypeError" if graph else "InvalidArgumentError"), repr(ours)
 
 
 @pytest.mark.parametrize("name", list(INT_AND_FLOAT_OPERANDS))

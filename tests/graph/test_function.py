@@ -111,6 +111,19 @@ def test_input_signature_none_dims_traces_once():
     assert same(prog)[1] == 1
 
 
+def test_get_concrete_function_without_arguments():
+    # with an input_signature the signature is the default; without one, a missing argument
+    def prog(tf):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def f(x):
+            return x * 2.0
+        c = f.get_concrete_function()
+        shape = [t.shape.as_list() for t in c.outputs]
+        return c(tf.constant([1.0, 2.0])), shape, f.get_concrete_function(tf.TensorSpec([None], tf.float32)) is c
+    assert same(prog)[2] is True
+    same(lambda tf: tf.function(lambda x: x).get_concrete_function())
+
+
 def test_input_signature_static_shape_seen_inside():
     def prog(tf):
         shapes = []
@@ -340,6 +353,28 @@ def test_nested_function_calls():
         def outer(x):
             return inner(x) * inner(2.0 * x)
         return outer(tf.constant(3.0)), inner(tf.constant(1.0))
+    same(prog)
+
+
+def test_call_of_a_general_signature_gets_the_callers_shapes():
+    # a function traced for [None, None] called on [None, 3] tensors: its outputs'
+    # static shapes are inferred again from the caller's (a capture and shape reads included)
+    def prog(tf):
+        w = tf.constant(np.ones((3, 2)))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float64)])
+        def inner(x):
+            flat = tf.reshape(x, [-1])
+            return tf.matmul(x, w), flat, x * tf.cast(tf.shape(x)[1], x.dtype), tf.zeros([4])
+        shapes = []
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float64)])
+        def outer(x):
+            out = inner(x)
+            shapes.append([t.shape.as_list() for t in out])
+            return out
+        values = outer(tf.constant(np.arange(6.0).reshape(2, 3)))
+        return shapes, values
     same(prog)
 
 

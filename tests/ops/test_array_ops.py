@@ -142,16 +142,12 @@ SPECS = [
            lambda x: x[np.argsort(-x, kind="stable")], [((4,),)], sampler=distinct, **SQ),
 ]
 
-# 1-arg tf.where reads its input at build time; the nested function has outputs of unknown shape.
-GRAPH_EXCLUDED = {"where_coordinates", "shape_size_unknown_dims"}
 
 define_tests(SPECS, globals())
-define_graph_tests([s for s in SPECS if s.name not in GRAPH_EXCLUDED], globals())
+define_graph_tests(SPECS, globals())
 define_unknown_dims_tests(SPECS, globals(), xfail={
     # TensorFlow gives tf.squeeze without `axis` an unknown rank; tapeflow graphs need every tensor's rank.
     "squeeze": "unknown rank",
-    # TensorFlow infers a call's output shapes from the callee's body run on the caller's shapes.
-    "shape_size_unknown_dims-batch": "no shape inference through function calls",
 })
 
 

@@ -108,7 +108,7 @@ def test_conv2d_errors():
         tf.nn.conv2d(x, tf.ones([7, 7, 3, 4]), 1, "VALID")
     with pytest.raises(tf.errors.InvalidArgumentError, match="larger than 0"):
         tf.nn.conv2d(x, w, 0, "VALID")
-    with pytest.raises(tf.errors.InvalidArgumentError, match="expected to be a float64 tensor"):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="expected to be a double tensor"):
         tf.nn.conv2d(tf.ones([2, 5, 5, 3], tf.float64), w, 1, "VALID")
     with pytest.raises(tf.errors.InvalidArgumentError, match="out_backprop"):
         tf.nn.conv2d_transpose(tf.ones([2, 3, 3, 4]), w, [2, 7, 7, 3], 2, "SAME")

@@ -200,7 +200,7 @@ def execute(op_, inputs, attrs):
             dt = values[0].dtype
             for i, v in enumerate(values):
                 if v.dtype != dt:
-                    _raise_mismatch(op_, i, dt, v.dtype)
+                    raise_type_mismatch(op_.type, i, dt, v.dtype)
     if state.graphs and _builds_node(op_, inputs):
         return _graph_op(op_, inputs, attrs)
     try:
@@ -240,7 +240,7 @@ def execute_binary(op_, x, y):
     if op_.allowed is not None and xv.dtype not in op_.allowed:
         _raise_dtype(op_, x)
     if op_.same_dtype and xv.dtype != yv.dtype:
-        _raise_mismatch(op_, 1, xv.dtype, yv.dtype)
+        raise_type_mismatch(op_.type, 1, xv.dtype, yv.dtype)
     if state.graphs or op_.num_outputs != 1:
         return execute(op_, (x, y), _NO_ATTRS)
     try:
@@ -314,16 +314,24 @@ def record(op_, inputs, outputs, attrs):
 
 def _raise_dtype(op_, t):
     names = ", ".join(sorted(_dtypes._BY_NP[d].name for d in op_.allowed))
+    if state.graphs:        # graphs check types when an op is built: TypeError, as TF's op builder raises
+        raise TypeError(f"Value passed to {op_.type} has DataType {t.dtype.name} not in list of allowed values: "
+                        f"{names}")
     raise InvalidArgumentError(
         None, op_.type,
         f"Value for attr 'T' of {t.dtype.name} is not in the list of allowed values: {names} [Op:{op_.type}]")
 
 
-def _raise_mismatch(op_, index, expected, got):
+def raise_type_mismatch(op_type, index, expected, got):
+    """Input `index` of an `op_type` op has NumPy dtype `got` where `expected` was due:
+    InvalidArgumentError eagerly (TF's kernel check), TypeError in graphs (its op builder's)."""
+    if state.graphs:
+        raise TypeError(f"Input #{index} of '{op_type}' Op has type {_dtypes._BY_NP[np.dtype(got)].name} that "
+                        f"does not match expected type of {_dtypes._BY_NP[np.dtype(expected)].name}.")
     raise InvalidArgumentError(
-        None, op_.type,
-        f"cannot compute {op_.type} as input #{index}(zero-based) was expected to be a "
-        f"{_tf_name(expected)} tensor but is a {_tf_name(got)} tensor [Op:{op_.type}]")
+        None, op_type,
+        f"cannot compute {op_type} as input #{index}(zero-based) was expected to be a "
+        f"{_tf_name(expected)} tensor but is a {_tf_name(got)} tensor [Op:{op_type}]")
 
 
 _TF_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "half"}

@@ -28,7 +28,7 @@ from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variables import Variable
 from tapeflow.graph.executor import Plan
-from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const
+from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas
 from tapeflow.graph.session import _placeholder
 
 
@@ -104,7 +104,53 @@ def _call(*args, f, fed=False, export=False):
 
 def _call_shape(*metas, f, fed=False, export=False):
     outputs = f._flat_tensor_outputs + (f._side_tensors() if export else [])
-    return [t._value if isinstance(t, SymbolicTensor) else Meta(t._value.shape, t._value.dtype) for t in outputs]
+    refined = _refined_metas(f, metas)
+    return [refined.get(t._id, t._value) if isinstance(t, SymbolicTensor) else Meta(t._value.shape, t._value.dtype)
+            for t in outputs]
+
+
+def _refined_metas(f, metas):
+    """Note [call shapes]: a function traced for unknown dims (an `input_signature`
+    of None dims) called on tensors that know more gets TensorFlow's output
+    shapes: the body's shapes inferred again from the caller's input shapes.
+
+    Returns {body tensor id: Meta} for the tensors whose shapes the caller's
+    inputs make more specific; {} when they add nothing, or when an op of the
+    body cannot be inferred again (the traced shapes stand then).
+    """
+    placeholders = f.inputs + [p for _, p in f.graph.captures]
+    known = {}
+    for p, m in zip(placeholders, metas):
+        if type(m) is Meta and m.shape != p._value.shape:
+            sharper = _sharper(p._value.shape, m.shape)
+            if sharper is not None:
+                known[p._id] = Meta(sharper, p._value.dtype)
+    if not known:
+        return known
+    for op_ in f.graph._ops:
+        if not any(t._id in known for t in op_.inputs if isinstance(t, Tensor)):
+            continue
+        stand_ins = [SymbolicTensor(t._op, t._index, known[t._id]) if isinstance(t, Tensor) and t._id in known
+                     else t for t in op_.inputs]
+        try:
+            out = infer_metas(op_.op_def, stand_ins, op_.attrs)
+        except Exception:       # noqa: BLE001 -- any failure: keep the traced shapes
+            return {}
+        for t, m in zip(op_.outputs, out):
+            sharper = _sharper(t._value.shape, m.shape)
+            if sharper is not None and sharper != tuple(t._value.shape):
+                known[t._id] = Meta(sharper, t._value.dtype)
+    return known
+
+
+def _sharper(traced, inferred):
+    """`traced` with its unknown dims filled from `inferred`; None when they disagree."""
+    traced, inferred = tuple(traced), tuple(inferred)
+    if len(traced) != len(inferred):
+        return None
+    if any(a is not None and b is not None and a != b for a, b in zip(traced, inferred)):
+        return None
+    return tuple(b if a is None else a for a, b in zip(traced, inferred))
 
 
 _call.shape_fn = _call_shape
@@ -355,7 +401,10 @@ class Function:
         return concrete._structured(concrete._call_flat(flat_args))
 
     def get_concrete_function(self, *args, **kwargs):
-        """The trace for these arguments (TensorSpecs allowed), tracing if needed."""
+        """The trace for these arguments (TensorSpecs allowed), tracing if needed;
+        with an `input_signature`, no arguments stand for the signature itself."""
+        if self._input_signature is not None and not args and not kwargs:
+            args = tuple(self._input_signature)
         return self._concrete_for(args, kwargs)[0]
 
     def experimental_get_tracing_count(self):

@@ -17,7 +17,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import _raise_mismatch, convert_inputs, execute, no_gradient, op
+from tapeflow.framework.op_def import convert_inputs, execute, no_gradient, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops import shape_tensors
@@ -607,7 +607,7 @@ def _pad_value(x, constant_values):
         constant_values = np.zeros((), x._value.dtype)    # the default fits every dtype, bool included
     value = convert_inputs([x, constant_values])[1]
     if value._value.dtype != x._value.dtype:
-        _raise_mismatch(_pad, 1, x._value.dtype, value._value.dtype)
+        raise_type_mismatch(_pad.type, 1, x._value.dtype, value._value.dtype)
     if value._value.ndim:
         raise InvalidArgumentError(None, "PadV2", f"constant_values must be a scalar. Got shape "
                                    f"{_shape_str(value._value.shape)} [Op:PadV2]")

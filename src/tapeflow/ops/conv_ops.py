@@ -15,7 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, shape_tensors
 
@@ -261,8 +261,7 @@ def _same_dtype_pair(x, w, type_):
         raise InvalidArgumentError(None, type_, f"Value for attr 'T' of {x.dtype.name} is not in the list of allowed "
                                                 f"values: half, bfloat16, float, double [Op:{type_}]")
     if w._value.dtype != x._value.dtype:
-        raise InvalidArgumentError(None, type_, f"cannot compute {type_} as input #1(zero-based) was expected to be a "
-                                                f"{x.dtype.name} tensor but is a {w.dtype.name} tensor [Op:{type_}]")
+        raise_type_mismatch(type_, 1, x._value.dtype, w._value.dtype)
     return x, w
 
 

@@ -38,14 +38,32 @@ def _conj_if_complex(t):
 # -- binary arithmetic -------------------------------------------------------
 
 @op("AddV2", dtypes=NUMERIC_TYPES)
-def add(x, y):
+def add_v2(x, y):
     return np.add(x, y)
 
 
-add.into = np.add           # Note [buffer reuse] in graph/executor.py
+add_v2.into = np.add           # Note [buffer reuse] in graph/executor.py
 
 
-@add.def_grad
+def add(x, y, name=None):
+    """`x + y` elementwise, with broadcasting.
+
+    As in TensorFlow, `y` is converted with `x`'s dtype as a hint only: a value
+    that does not fit it (2.5 next to an int32 tensor) keeps its own dtype and
+    the op reports the mismatch (InvalidArgumentError eagerly, TypeError in graphs).
+
+    >>> import tapeflow as tf
+    >>> tf.add(tf.constant([1, 2]), 3).numpy()
+    array([4, 5], dtype=int32)
+    """
+    if type(x) is not Tensor:
+        x = convert_to_tensor(x)
+    if type(y) is not Tensor and not hasattr(y, "_as_tensor"):
+        y = convert_to_tensor(y, dtype_hint=x.dtype)
+    return add_v2(x, y)
+
+
+@add_v2.def_grad
 def _add_grad(op, dz):
     return binary_grads(op, dz, dz)          # d(x+y) = dx + dy
 
@@ -339,7 +357,7 @@ def multiply_no_nan(x, y, name=None):
 
 
 # Graph shape rules: TensorFlow's broadcasting (an unknown dim against 0 or 1 stays unknown).
-for _kernel in (add, subtract, multiply, _real_div, _floor_div, floormod, pow, maximum, minimum, squared_difference,
+for _kernel in (add_v2, subtract, multiply, _real_div, _floor_div, floormod, pow, maximum, minimum, squared_difference,
                 atan2, xlogy, xlog1py, xdivy, _div_no_nan, _mul_no_nan):
     _kernel.shape_fn = shape_fns.broadcast_shape
 

@@ -115,9 +115,9 @@ def _invert(x):
     return math_ops.logical_not(x) if x.dtype.is_bool else bitwise_ops.invert(x)
 
 
-_FAST = {"add": math_ops.add}            # ops of operators defined as functions
+_FAST = {"add": math_ops.add_v2}            # ops of operators defined as functions
 _BINARY = {
-    "add": _hinted(math_ops.add), "sub": math_ops.subtract, "mul": math_ops.multiply,
+    "add": _hinted(math_ops.add_v2), "sub": math_ops.subtract, "mul": math_ops.multiply,
     "truediv": _hinted(math_ops.truediv), "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
     "pow": math_ops.pow, "matmul": math_ops.matmul,
     "and": _logical_or_bitwise(math_ops.logical_and, bitwise_ops.bitwise_and),

@@ -14,7 +14,7 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import execute, no_gradient, op
+from tapeflow.framework.op_def import execute, no_gradient, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.graph.constant_value import constant_value
 from tapeflow.graph.graph import SymbolicTensor
@@ -346,9 +346,7 @@ no_gradient("All")
 def _bool_input(input_tensor, op_type):
     x = _tensor(input_tensor)
     if x._value.dtype != np.bool_:
-        kind = "float" if x._value.dtype == np.float32 else x.dtype.name
-        raise InvalidArgumentError(None, op_type, f"cannot compute {op_type} as input #0(zero-based) was expected "
-                                   f"to be a bool tensor but is a {kind} tensor [Op:{op_type}]")
+        raise_type_mismatch(op_type, 0, np.dtype(np.bool_), x._value.dtype)
     return x
 
 

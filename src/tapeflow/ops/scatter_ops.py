@@ -12,7 +12,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
@@ -112,7 +112,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
         offsets = reshape(math_ops.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
-    ids = reshape(math_ops.add(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
+    ids = reshape(math_ops.add_v2(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
     rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
     return _reshape_to_input(rows, params)
@@ -531,9 +531,7 @@ def _tensor_scatter_call(kernel, tensor, indices, updates):
     indices = _nd_indices(indices, kernel.type)
     updates = convert_to_tensor(updates, dtype_hint=tensor.dtype)
     if updates.dtype != tensor.dtype:
-        raise InvalidArgumentError(None, kernel.type, f"cannot compute {kernel.type} as input #2(zero-based) was "
-                                   f"expected to be a {tensor.dtype.name} tensor but is a {updates.dtype.name} "
-                                   f"tensor [Op:{kernel.type}]")
+        raise_type_mismatch(kernel.type, 2, tensor._value.dtype, updates._value.dtype)
     return execute(kernel, (tensor, indices, updates), {})
 
 
