@@ -331,3 +331,15 @@ def test_variable_shapes(name):
 def test_partial_shape_repr():
     tf = pytest.importorskip("tensorflow")
     assert repr(tapeflow.Variable(tapeflow.zeros([1, 2]), shape=[None, 2])) == repr(tf.Variable(tf.zeros([1, 2]), shape=[None, 2]))
+
+
+def test_sparse_read_and_gather_nd():
+    # gathers from a variable: values, their gradient (IndexedSlices rows) and under tf.function
+    def prog(tf):
+        v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+        with tf.GradientTape() as t:
+            y = tf.reduce_sum(v.sparse_read([1, 1]) * 2.0) + tf.reduce_sum(v.gather_nd([[0, 1]]))
+        g = t.gradient(y, v)
+        traced = tf.function(lambda: (v.sparse_read([0]), v.gather_nd([[1, 0]])))()
+        return y, tf.convert_to_tensor(g), traced
+    same(prog)

@@ -322,6 +322,8 @@ UNINITIALIZED = {
     "assign_add": lambda tf, v: v.assign_add([1.0, 1.0]),
     "scatter_add": lambda tf, v: v.scatter_add(tf.IndexedSlices(tf.constant([1.0]), tf.constant([0]))),
     "assign_initializes": lambda tf, v: v.assign([5.0, 5.0]),
+    "gather": lambda tf, v: tf.gather(v, [1]),
+    "sparse_read": lambda tf, v: v.sparse_read([0]),
 }
 
 

@@ -51,7 +51,13 @@ def _uninitialized(shape, dtype, name):
 
 def _written_value(var, op_type):
     """The array a write updates; NotFoundError when the variable is not initialized yet."""
-    value = var._value
+    return found_value(var._value, op_type)
+
+
+def found_value(value, op_type):
+    """`value`, a variable's array that an op other than a read uses (a write, a
+    gather); NotFoundError when the variable is not initialized yet, like TF's
+    resource lookup (reads raise FailedPreconditionError instead)."""
     if type(value) is _Uninitialized:
         raise NotFoundError(None, op_type, f"Could not find resource: localhost/{value.var_name}. The variable "
                             f"is not initialized: run its initializer first "
@@ -492,6 +498,16 @@ class Variable:
 
     def scatter_nd_sub(self, indices, updates, name=None):
         return self._scatter_nd("scatter_nd_sub", indices, updates)
+
+    def sparse_read(self, indices, name=None):
+        """The rows `indices` of the variable (`tf.gather`; its gradient is an IndexedSlices)."""
+        from tapeflow.ops import scatter_ops
+        return scatter_ops.gather(self, indices)
+
+    def gather_nd(self, indices, name=None):
+        """The slices at the index rows `indices` (`tf.gather_nd`)."""
+        from tapeflow.ops import scatter_ops
+        return scatter_ops.gather_nd(self, indices)
 
     def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
         """Rows `sparse_delta.indices[b..., i]` of batch `b...` get `sparse_delta.values[b..., i]`.

@@ -15,7 +15,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.variables import Variable
+from tapeflow.framework.variables import Variable, found_value
 from tapeflow.graph.graph import Meta, SymbolicTensor
 from tapeflow.ops import constructor_ops, shape_tensors
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
@@ -129,7 +129,7 @@ def _indexed_slices_grad(dy, indices, pshape, params=None):
 
 @op("ResourceGather", same_dtype=False)
 def _resource_gather(params, indices):
-    return _gather.kernel(params, indices, 0, 0)
+    return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
 
 
 @_resource_gather.def_grad
