@@ -135,6 +135,25 @@ def test_grad_ys_length_mismatch_raises():
     same(in_function(body))
 
 
+@pytest.mark.parametrize("reduce", [True, False], ids=["through_sum", "elementwise"])
+def test_grad_ys_of_wrong_shape_fails_while_building(reduce):
+    # shape checks at graph construction raise ValueError (TF's op builder), and the
+    # graph stays usable: a correct call afterwards gives the gradient
+    def prog(tf):
+        with tf.Graph().as_default():
+            x = tf.compat.v1.placeholder(tf.float32, [2])
+            y = tf.reduce_sum(x * x) if reduce else x * x
+            try:
+                tf.gradients(y, x, grad_ys=[tf.ones([3])])
+                failed = None
+            except ValueError:
+                failed = "ValueError"
+            (dx,) = tf.gradients(y, x)
+            with tf.compat.v1.Session() as sess:
+                return failed, sess.run(dx, {x: np.array([1.0, 2.0], np.float32)})
+    assert same(prog)[0] == "ValueError"
+
+
 # -- aggregation ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["ADD_N", "DEFAULT", "EXPERIMENTAL_TREE", "EXPERIMENTAL_ACCUMULATE_N"])

@@ -206,6 +206,8 @@ def execute(op_, inputs, attrs):
     try:
         out = op_.kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
+        if state.graphs and type(e) is ValueError:     # computed while a graph is built: a shape
+            raise ValueError(f"{e} [Op:{op_.type}]") from None      # check, ValueError as in TF's builder
         raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
     if op_.num_outputs == 1:
         result = Tensor(out)

@@ -357,7 +357,10 @@ class Graph:
     def _create_op(self, op_def, inputs, attrs, metas=None, name=None):
         inputs = [self._own(t) for t in inputs]
         if metas is None:
-            metas = infer_metas(op_def, inputs, attrs)
+            try:
+                metas = infer_metas(op_def, inputs, attrs)
+            except InvalidArgumentError as e:      # like TF's op builder: a shape check at build time
+                raise ValueError(e.message) from None
         name = self.unique_name(name or op_def.type)
         touched = self._variables_touched(inputs, attrs) if self.building_function else ()
         deps = self._control_inputs_now()
