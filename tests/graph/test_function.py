@@ -518,22 +518,6 @@ def test_indexed_slices_returned_from_function():
     assert isinstance(out["grad"], tapeflow.IndexedSlices)
 
 
-def test_lazily_created_variable_with_graph_initial_value():
-    def prog(tf):
-        class Scale:
-            def __init__(self):
-                self.v = None
-
-            @tf.function
-            def __call__(self, x):
-                if self.v is None:
-                    self.v = tf.Variable(tf.ones_like(x) * 2.0)
-                return self.v * x
-        m = Scale()
-        return m(tf.constant([1.0, 2.0])), m(tf.constant([3.0, 4.0])), m.v
-    same(prog)
-
-
 def test_variable_created_on_every_call_raises():
     def prog(tf):
         @tf.function

@@ -229,7 +229,15 @@ def test_variable_from_argument_created_once():
     same(prog)
 
 
-def test_variable_zeros_like_argument():
+INITIAL_VALUES_FROM_ARGUMENTS = {
+    "zeros_like": lambda tf, x: tf.zeros_like(x),
+    "ones_like_times_2": lambda tf, x: tf.ones_like(x) * 2.0,
+}
+
+
+@pytest.mark.parametrize("initial", list(INITIAL_VALUES_FROM_ARGUMENTS))
+def test_lazily_created_variable_with_graph_initial_value(initial):
+    # the initial value is computed in the trace from the argument
     def prog(tf):
         class Total:
             def __init__(self):
@@ -238,11 +246,11 @@ def test_variable_zeros_like_argument():
             @tf.function
             def __call__(self, x):
                 if self.v is None:
-                    self.v = tf.Variable(tf.zeros_like(x))
+                    self.v = tf.Variable(INITIAL_VALUES_FROM_ARGUMENTS[initial](tf, x))
                 self.v.assign_add(x)
-                return self.v.read_value()
+                return self.v * x
         m = Total()
-        return m(tf.constant([1.0, 2.0])), m(tf.constant([1.0, 2.0])), m.v
+        return m(tf.constant([1.0, 2.0])), m(tf.constant([3.0, 4.0])), m.v
     same(prog)
 
 
