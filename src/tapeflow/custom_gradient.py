@@ -37,6 +37,7 @@ def _custom_gradient_shape(*metas, n_results, grad_fn):
 
 
 _custom_gradient_op.shape_fn = _custom_gradient_shape
+_custom_gradient_op.unknown_rank = _custom_gradient_shape      # Note [unknown rank] in graph/graph.py
 
 
 @_custom_gradient_op.def_grad

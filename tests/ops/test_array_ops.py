@@ -145,10 +145,7 @@ SPECS = [
 
 define_tests(SPECS, globals())
 define_graph_tests(SPECS, globals())
-define_unknown_dims_tests(SPECS, globals(), xfail={
-    # TensorFlow gives tf.squeeze without `axis` an unknown rank; tapeflow graphs need every tensor's rank.
-    "squeeze": "unknown rank",
-})
+define_unknown_dims_tests(SPECS, globals())
 
 
 X = np.arange(12.0, dtype=np.float32).reshape(3, 4)

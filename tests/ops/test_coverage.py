@@ -22,6 +22,7 @@ COVERED_ELSEWHERE = {
     "NoOp": "tests/graph/test_function_variables.py: TF1 variable initializers",
     "Const": "tests/graph: folded into plans, its kernel never runs",
     "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing",
+    "Rank": "tests/graph/test_unknown_rank.py: tf.rank of a graph tensor of unknown rank (else a constant)",
 }
 
 

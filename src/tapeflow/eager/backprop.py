@@ -236,7 +236,7 @@ class GradientTape:
                 raise ValueError(f"output_gradients has {len(out_grads)} entries; target has "
                                  f"{len(target_ids)} tensors. Pass one gradient (or None) per target.")
         for i, (shape, _) in enumerate(target_specs):
-            if None in shape:     # a graph target of unknown shape: seed with ones made when the graph runs
+            if shape is None or None in shape:     # a graph target of unknown shape (or rank): ones made when run
                 from tapeflow.ops import math_ops
                 out_grads = out_grads or [None] * len(target_ids)
                 if out_grads[i] is None:
@@ -294,4 +294,8 @@ class GradientTape:
 
 
 def _zeros_like(source):
-    return Tensor(np.zeros(source._value.shape, source._value.dtype))
+    shape = source._value.shape
+    if shape is None or None in shape:      # a graph tensor of unknown shape (or rank): made when run
+        from tapeflow.ops import math_ops
+        return math_ops.zeros_like(source)
+    return Tensor(np.zeros(shape, source._value.dtype))

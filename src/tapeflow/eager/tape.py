@@ -260,7 +260,8 @@ class Tape:
         for i in missing_outputs:
             if i not in accepts_none:
                 shape, dtype = rec.out_specs[i]
-                out_grads[i] = vspace.zeros(shape, dtype) if None not in shape else vspace.zeros_like(rec.outputs[i])
+                static = shape is not None and None not in shape
+                out_grads[i] = vspace.zeros(shape, dtype) if static else vspace.zeros_like(rec.outputs[i])
         return out_grads
 
     @staticmethod

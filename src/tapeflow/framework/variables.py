@@ -644,7 +644,7 @@ def _create_in_graph(var, graph, initial_value, dtype, name, shape):
     runs right after this trace.  In a TF1 graph the variable stays
     uninitialized until its initializer runs in a Session.
     """
-    from tapeflow.graph.graph import Meta, SymbolicTensor, _const
+    from tapeflow.graph.graph import Meta, SymbolicTensor, _const, known_rank
     if state.graphs[-1] is not graph:
         raise ValueError("tf.Variable cannot be created inside control flow (tf.cond branches, tf.while_loop "
                          "bodies) of a tf.function or graph; create it before the control flow.")
@@ -660,6 +660,7 @@ def _create_in_graph(var, graph, initial_value, dtype, name, shape):
             if not in_function and not isinstance(t, SymbolicTensor):
                 t = graph._create_op(_const, [], {"value": t._value}, name="initial_value",
                                      metas=[Meta(tuple(np.shape(t._value)), t._value.dtype)])
+        known_rank(t, "Variable")
         var._shape = _declared_shape(TensorShape(t._value.shape), shape)
         if not isinstance(t, SymbolicTensor):       # known while tracing: the variable exists at once
             var._value = np.array(t._value)

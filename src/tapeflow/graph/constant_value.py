@@ -25,7 +25,7 @@ import numpy as np
 
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.graph.graph import Meta, SymbolicTensor
+from tapeflow.graph.graph import Meta, SymbolicTensor, is_static
 
 # Note [small shape tensors]: a tensor takes part only when its static size is
 # known and at most _MAX_SIZE elements, and the walk goes at most _MAX_DEPTH
@@ -98,8 +98,7 @@ def shape_vector(t, what, op_type=None):
 def _static_shape(t):
     value = getattr(t, "_value", None)
     if type(value) is Meta:
-        shape = tuple(value.shape)
-        return None if None in shape else shape
+        return tuple(value.shape) if is_static(value.shape) else None
     if value is None:
         return None
     return tuple(np.shape(value))
@@ -164,8 +163,8 @@ def _shape_rule(t, ev):
 
 
 def _size_rule(t, ev):
-    dims = tuple(t.op.inputs[0]._value.shape)
-    if None in dims:
+    dims = t.op.inputs[0]._value.shape
+    if not is_static(dims):
         return None
     return np.asarray(int(np.prod(dims, dtype=np.int64)), t.op.attrs["out_type"])
 

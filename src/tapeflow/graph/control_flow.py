@@ -20,7 +20,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
 from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function
-from tapeflow.graph.graph import Meta, SymbolicTensor
+from tapeflow.graph.graph import Meta, SymbolicTensor, known_rank
 
 def _trainable(t):
     return t._value.dtype in dtypes.TRAINABLE_NP
@@ -187,6 +187,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
 
 
 def _merge_shapes(a, b):
+    if a is None or b is None:              # unknown rank (Note [unknown rank] in graph/graph.py)
+        return None
     if len(a) != len(b):
         raise ValueError(f"The branches of tf.cond return tensors of different ranks: {a} and {b}.")
     return tuple(x if x == y else None for x, y in zip(a, b))
@@ -296,6 +298,8 @@ def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
 def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations):
     flat = [convert_to_tensor(v) if not isinstance(v, Tensor) else v for v in flat]
     flat = [v.value() if isinstance(v, Variable) else v for v in flat]
+    for v in flat:
+        known_rank(v, "While")
     invariants = [None] * len(flat) if shape_invariants is None else nest.flatten(
         [shape_invariants] if single else shape_invariants)
     metas = [Meta(tuple(TensorShape(inv).as_list()) if inv is not None else tuple(v._value.shape), v._value.dtype)

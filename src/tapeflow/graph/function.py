@@ -28,7 +28,7 @@ from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.framework.variables import Variable
 from tapeflow.graph.executor import Plan
-from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas
+from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas, is_static
 from tapeflow.graph.session import _placeholder
 
 
@@ -90,7 +90,7 @@ class FuncGraph(Graph):
         return placeholder
 
     def _new_placeholder(self, shape, dtype, name):
-        shape = tuple(shape)
+        shape = None if shape is None else tuple(shape)       # None: unknown rank
         return self._create_op(_placeholder, [], {"dtype": np.dtype(dtype), "shape": shape, "name": name},
                                metas=[Meta(shape, np.dtype(dtype))])
 
@@ -138,13 +138,18 @@ def _refined_metas(f, metas):
             return {}
         for t, m in zip(op_.outputs, out):
             sharper = _sharper(t._value.shape, m.shape)
-            if sharper is not None and sharper != tuple(t._value.shape):
+            if sharper is not None and sharper != t._value.shape:
                 known[t._id] = Meta(sharper, t._value.dtype)
     return known
 
 
 def _sharper(traced, inferred):
-    """`traced` with its unknown dims filled from `inferred`; None when they disagree."""
+    """`traced` with its unknown dims filled from `inferred`; None when they disagree (or when
+    `inferred` has unknown rank: it adds nothing)."""
+    if inferred is None:
+        return None
+    if traced is None:
+        return tuple(inferred)
     traced, inferred = tuple(traced), tuple(inferred)
     if len(traced) != len(inferred):
         return None
@@ -153,7 +158,7 @@ def _sharper(traced, inferred):
     return tuple(b if a is None else a for a, b in zip(traced, inferred))
 
 
-_call.shape_fn = _call_shape
+_call.shape_fn = _call.unknown_rank = _call_shape      # Note [unknown rank] in graph/graph.py
 _call.accepts_none = True      # outputs without gradient are passed as None, not zeros
 _call.reads_variables_itself = True
 
@@ -180,7 +185,7 @@ def _call_grad(op, *dys):
 
 def _zeros_like_meta(t):
     from tapeflow.ops import math_ops
-    if None in tuple(t._value.shape):
+    if not is_static(t._value.shape):
         return math_ops.zeros_like(t)
     return Tensor(np.zeros(t._value.shape, t._value.dtype))
 
@@ -340,12 +345,18 @@ def inline(function, inputs, mapping=None, skip_writes=False):
 
 # -- tf.function -------------------------------------------------------------------
 
+def _spec_dims(shape):
+    """A TensorSpec's TensorShape as a Meta shape: a tuple, or None for an unknown rank."""
+    return None if shape.rank is None else tuple(shape.as_list())
+
+
 def _spec_key(value):
     """The cache key of one flattened argument."""
     if isinstance(value, Variable):
         return ("variable", id(value))
     if isinstance(value, Tensor):
-        return ("tensor", tuple(value._value.shape), value._value.dtype.str)
+        shape = value._value.shape
+        return ("tensor", None if shape is None else tuple(shape), value._value.dtype.str)
     if isinstance(value, np.ndarray):
         return ("tensor", value.shape, value.dtype.str)
     try:
@@ -480,11 +491,11 @@ class Function:
             for value, spec in zip(flat, specs):
                 if isinstance(value, TensorSpec) or isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Variable):
                     if isinstance(spec, TensorSpec):
-                        shape, dtype = tuple(spec.shape.as_list()), spec.dtype._np
+                        shape, dtype = _spec_dims(spec.shape), spec.dtype._np
                     elif isinstance(value, TensorSpec):
-                        shape, dtype = tuple(value.shape.as_list()), value.dtype._np
+                        shape, dtype = _spec_dims(value.shape), value.dtype._np
                     elif isinstance(value, Tensor):     # eager or symbolic (a Meta): static shape and dtype
-                        shape, dtype = tuple(value._value.shape), np.dtype(value._value.dtype)
+                        shape, dtype = value._value.shape, np.dtype(value._value.dtype)
                     else:
                         shape, dtype = value.shape, value.dtype
                     placeholder = graph._new_placeholder(shape, dtype, "arg")

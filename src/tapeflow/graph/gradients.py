@@ -20,7 +20,7 @@ from tapeflow.framework.op_def import NOT_DIFFERENTIABLE
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
-from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.graph.graph import SymbolicTensor, is_static
 
 
 class AggregationMethod:
@@ -310,10 +310,11 @@ def _hessian(x, gradient):
     from tapeflow.graph.session import placeholder
     from tapeflow.graph.tensor_array import TensorArray
     from tapeflow.ops import array_ops
-    shape = tuple(x._value.shape)
-    if None in shape:
+    shape = x._value.shape
+    if not is_static(shape):
         raise ValueError(f"hessians needs a fully known static shape for {x!r}, got {TensorShape(shape)}.")
     n = int(np.prod(shape, dtype=np.int64))
+    shape = tuple(shape)
     v = placeholder(dtypes.from_numpy(x._value.dtype), list(shape))
     hv = gradients(gradient, x, grad_ys=v)[0]
     if hv is None:

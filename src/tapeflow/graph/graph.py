@@ -8,7 +8,8 @@ inputs are all eager constants still run at once: the graph never sees them
 
 A symbolic tensor is a `Tensor` whose `_value` is a `Meta` (static shape with
 `None` for unknown dimensions, NumPy dtype), so code that only reads
-`x._value.shape` / `.dtype` / `.ndim` works unchanged on both kinds.
+`x._value.shape` / `.dtype` / `.ndim` works unchanged on both kinds.  The shape
+itself is None when even the rank is unknown (Note [unknown rank]).
 """
 
 import contextlib
@@ -25,7 +26,8 @@ from tapeflow.framework.tensor_shape import TensorShape
 
 
 class Meta:
-    """The static description standing in for a symbolic tensor's value."""
+    """The static description standing in for a symbolic tensor's value: `shape` a tuple
+    of ints and Nones (unknown dims), or None when the rank is unknown; a NumPy `dtype`."""
 
     __slots__ = ("shape", "dtype")
 
@@ -35,10 +37,12 @@ class Meta:
 
     @property
     def ndim(self):
-        return len(self.shape)
+        return None if self.shape is None else len(self.shape)
 
     @property
     def size(self):
+        if self.shape is None:
+            return None
         n = 1
         for d in self.shape:
             if d is None:
@@ -197,6 +201,53 @@ class Operation:
         return f"<tf.Operation '{self.name}' type={self.type}>"
 
 
+def is_static(shape):
+    """Whether a static shape (a tuple, or None for an unknown rank) is fully known."""
+    return shape is not None and None not in shape
+
+
+# Note [unknown rank]: a tensor whose rank is unknown while the graph is built
+# (`compat.v1.placeholder(tf.float32)`, `tf.TensorSpec(None)`) has the Meta shape
+# None.  Only ops that declare it take such inputs: their `unknown_rank` attribute
+# is the shape rule used then (called like `shape_fn`, `reads_inputs` included),
+# usually one of the rules of `ops/shape_fns`.  `infer_metas` checks the inputs
+# once, so every other op raises one clear ValueError, and nothing changes for
+# known ranks.  Python wrappers that need the rank before building their op (to
+# normalize an axis, say) ask `known_rank`, which raises the same error.
+
+def unknown_rank_error(op_type, t, index=0):
+    """The ValueError for an op that needs the rank of its input `t` (input `index`)."""
+    what = f"{t.name}, " if isinstance(t, SymbolicTensor) else ""
+    return ValueError(
+        f"'{op_type}' needs inputs of known rank, but input {index} ({what}{np.dtype(t._value.dtype).name}) has "
+        "unknown rank. Tensors of unknown rank support only elementwise ops, reductions, reshape, broadcast_to, "
+        "squeeze without axis, shape/size/rank, matmul and softmax on the last axis; give the tensor a rank: "
+        "compat.v1.placeholder(dtype, shape=[None, None]), tf.TensorSpec([None, None]) or t.set_shape([None, None]).")
+
+
+def known_rank(t, op_type):
+    """The rank of tensor `t` as an int, for Python code building an `op_type` op.
+
+    Raises:
+      ValueError: `t` has unknown rank (Note [unknown rank]).
+    """
+    rank = t._value.ndim
+    if rank is None:
+        raise unknown_rank_error(op_type, t)
+    return rank
+
+
+def _unknown_rank_metas(op_def, inputs, attrs):
+    """Output Metas of an op with an input of unknown rank: its `unknown_rank` rule."""
+    rule = op_def.__dict__.get("unknown_rank")
+    if rule is None:
+        index = next(i for i, t in enumerate(inputs) if t._value.shape is None)
+        raise unknown_rank_error(op_def.type, inputs[index], index)
+    if getattr(rule, "reads_inputs", False):
+        return rule(*inputs, **attrs)
+    return rule(*[t._value for t in inputs], **attrs)
+
+
 def _sample_shapes(shapes, fill):
     return [tuple(fill if d is None else d for d in s) for s in shapes]
 
@@ -211,7 +262,13 @@ def infer_metas(op_def, inputs, attrs):
     Unknown dimensions are tried as 2 and as 3 (then other sizes, and mixed
     sizes: Note [mixed fills]); output dimensions that differ between the
     successful runs are unknown.
+
+    An input of unknown rank is handled by the op's `unknown_rank` rule, or
+    raises ValueError (Note [unknown rank]).
     """
+    for t in inputs:
+        if t._value.shape is None:
+            return _unknown_rank_metas(op_def, inputs, attrs)
     shape_fn = op_def.__dict__.get("shape_fn")
     if shape_fn is not None:
         if getattr(shape_fn, "reads_inputs", False):    # sizes given as tensors: see graph/constant_value

@@ -28,18 +28,19 @@ def _placeholder(dtype, shape, name):
 def placeholder(dtype, shape=None, name=None):
     """A graph input to be fed when the graph runs (TF1 `tf.compat.v1.placeholder`).
 
+    Without `shape` (or with `shape=None`) the rank is unknown and values of any
+    shape can be fed; only some ops take such tensors (Note [unknown rank] in
+    graph/graph.py).
+
     Raises:
       RuntimeError: called while executing eagerly.
-      ValueError: `shape` has unknown rank (tapeflow needs the rank of every graph tensor).
     """
     if not state.graphs:
         raise RuntimeError("tf.placeholder() is not compatible with eager execution.")
     graph = state.graphs[-1]
-    if shape is None or TensorShape(shape).rank is None:
-        raise ValueError("tapeflow placeholders need a known rank: pass shape=[...] with None for unknown "
-                         "dimensions.")
     dtype = _dtypes.as_dtype(dtype)
-    dims = tuple(TensorShape(shape).as_list())
+    shape = TensorShape(shape)
+    dims = None if shape.rank is None else tuple(shape.as_list())
     op_name = graph.unique_name(name or "Placeholder", mark_as_used=False)
     return graph._create_op(_placeholder, [], {"dtype": dtype._np, "shape": dims, "name": op_name},
                             metas=[Meta(dims, dtype._np)], name=name or "Placeholder")

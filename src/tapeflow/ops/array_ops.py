@@ -20,7 +20,8 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import convert_inputs, execute, no_gradient, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import shape_tensors
+from tapeflow.graph.graph import known_rank
+from tapeflow.ops import shape_fns, shape_tensors
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.shape_tensors import reads_inputs
 
@@ -90,6 +91,9 @@ def _stop_gradient(x):
 
 
 no_gradient("StopGradient")                            # the input is a constant to the tape
+# Note [unknown rank] in graph/graph.py: the identities take inputs of unknown rank.
+for _kernel in (_identity, _identity_n, _stop_gradient):
+    _kernel.unknown_rank = shape_fns.elementwise(_kernel)
 
 
 def stop_gradient(input, name=None):  # noqa: A002
@@ -148,10 +152,16 @@ def _reshape_shape(x, shape):
 
     The output has the known sizes of `shape`; one unknown output size is
     found from the element counts when the input's are known, or equals the
-    input's one unknown size when the known counts agree.
+    input's one unknown size when the known counts agree.  A `shape` tensor of
+    unknown length gives an unknown rank; an input of unknown rank, only the
+    known sizes of `shape` (Note [unknown rank]).
     """
-    in_shape = tuple(x._value.shape)
+    if shape_tensors.unknown_length(shape):
+        return [shape_tensors.meta(None, x._value.dtype)]
     out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "Reshape"), "Reshape")
+    if x._value.shape is None:
+        return [shape_tensors.meta(out, x._value.dtype)]
+    in_shape = tuple(x._value.shape)
     out_known, out_unknown = _known_count(out)
     in_known, in_unknown = _known_count(in_shape)
     if len(out_unknown) <= 1 and len(in_unknown) <= 1:
@@ -182,7 +192,7 @@ def _known_count(dims):
     return known, unknown
 
 
-_reshape.shape_fn = _reshape_shape
+_reshape.shape_fn = _reshape.unknown_rank = _reshape_shape
 
 
 @_reshape.def_grad
@@ -225,11 +235,11 @@ def _squeeze(x, squeeze_dims):
 
 
 def _squeeze_shape(x, squeeze_dims):
-    """In graphs: the listed axes go (an unknown size is taken to be 1); without a list, the size-1 axes."""
+    """In graphs: the listed axes go (an unknown size is taken to be 1); without a list, the size-1
+    axes, and an unknown rank when a size is unknown (TensorFlow's rule)."""
     from tapeflow.graph.graph import Meta
-    if not squeeze_dims and None in x.shape:
-        raise ValueError(f"tf.squeeze without `axis` of a tensor of partly unknown shape {list(x.shape)}: its rank "
-                         "would be known only when the graph runs (unknown ranks are not supported); pass `axis`.")
+    if not squeeze_dims and (x.shape is None or None in x.shape):
+        return [Meta(None, x.dtype)]
     for a in squeeze_dims:
         if x.shape[a] not in (1, None):
             raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {x.shape[a]}")
@@ -237,7 +247,7 @@ def _squeeze_shape(x, squeeze_dims):
     return [Meta(tuple(d for i, d in enumerate(x.shape) if i not in drop), x.dtype)]
 
 
-_squeeze.shape_fn = _squeeze_shape
+_squeeze.shape_fn = _squeeze.unknown_rank = _squeeze_shape      # `squeeze` asks for the rank given an axis
 
 
 @_squeeze.def_grad
@@ -252,8 +262,8 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
       InvalidArgumentError: an axis out of range or of size other than 1.
     """
     x = convert_to_tensor(input)
-    rank_ = x._value.ndim
     axes = () if axis is None else _int_list(axis, "axis")
+    rank_ = known_rank(x, "Squeeze") if axes else x._value.ndim
     for a in axes:
         if not -rank_ <= a < rank_:
             raise InvalidArgumentError(
@@ -272,11 +282,12 @@ def _expand_dims_grad(op, dy):
 
 
 def _reshape_to_input(dy, x):
-    """dy reshaped to x's shape, read when the graph runs if x has unknown dimensions."""
-    if None in x._value.shape:
+    """dy reshaped to x's shape, read when the graph runs if x has unknown dimensions (or rank)."""
+    shape = x._value.shape
+    if shape is None or None in shape:
         from tapeflow.ops.grad_util import reshape_like
         return reshape_like(dy, x)
-    return reshape(dy, x._value.shape)
+    return reshape(dy, shape)
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
@@ -291,7 +302,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     axes = _int_list(axis, "axis")
     if len(axes) != 1:
         raise InvalidArgumentError(None, "ExpandDims", "'dim' must be a tensor with a single value [Op:ExpandDims]")
-    rank_ = x._value.ndim
+    rank_ = known_rank(x, "ExpandDims")
     a = axes[0]
     if not -rank_ - 1 <= a <= rank_:
         raise InvalidArgumentError(
@@ -309,9 +320,12 @@ def _broadcast_to(x, shape):
 
 @reads_inputs
 def _broadcast_to_shape(x, shape):
-    """Static shape in graphs: the known sizes of `shape`, and x's sizes above 1 where those are unknown."""
+    """Static shape in graphs: the known sizes of `shape`, and x's sizes above 1 where those are unknown
+    (an unknown rank when `shape` has unknown length: Note [unknown rank])."""
+    if shape_tensors.unknown_length(shape):
+        return [shape_tensors.meta(None, x._value.dtype)]
     out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "BroadcastTo"), "BroadcastTo")
-    in_shape = tuple(x._value.shape)
+    in_shape = () if x._value.shape is None else tuple(x._value.shape)
     if len(in_shape) > len(out):
         raise ValueError(f"Shape must be at most rank {len(out)} but is rank {len(in_shape)}: cannot broadcast "
                          f"{list(in_shape)} to {out} [Op:BroadcastTo]")
@@ -324,7 +338,7 @@ def _broadcast_to_shape(x, shape):
     return [shape_tensors.meta(out, x._value.dtype)]
 
 
-_broadcast_to.shape_fn = _broadcast_to_shape
+_broadcast_to.shape_fn = _broadcast_to.unknown_rank = _broadcast_to_shape
 
 
 @_broadcast_to.def_grad
@@ -370,7 +384,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     """
     from tapeflow.ops import math_ops
     x = convert_to_tensor(a)
-    rank_ = x._value.ndim
+    rank_ = known_rank(x, "Transpose")
     perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm")
     if len(perm) != rank_:
         raise InvalidArgumentError(None, "Transpose", f"transpose expects a vector of size {rank_}. But input(1) is "
@@ -446,7 +460,7 @@ def tile(input, multiples, name=None):  # noqa: A002
     reps = shape_tensors.ints_or_tensor(multiples, "multiples", "Tile", _int_list)
     if isinstance(reps, Tensor):
         return execute(_tile, (x, reps), {})
-    if len(reps) != x._value.ndim:
+    if len(reps) != known_rank(x, "Tile"):
         raise InvalidArgumentError(None, "Tile", f"Expected multiples argument to be a vector of length "
                                    f"{x._value.ndim} but got length {len(reps)} [Op:Tile]")
     for i, m in enumerate(reps):
@@ -577,6 +591,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
         raise ValueError('Value of argument `mode` expected to be one of "CONSTANT", "REFLECT", or "SYMMETRIC". '
                          f"Received `mode` = {mode}")
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
+    known_rank(x, op_type)
     if state.graphs:
         known = shape_tensors.sizes_or_tensor(paddings, "paddings", op_type)
         if isinstance(known, Tensor):
@@ -645,7 +660,7 @@ def reverse(tensor, axis, name=None):
     axes = np.asarray(axis._value if isinstance(axis, Tensor) else axis)
     if axes.ndim != 1:
         raise InvalidArgumentError(None, "ReverseV2", f"'dims' must be 1-dimension, not {axes.ndim} [Op:ReverseV2]")
-    rank_ = x._value.ndim
+    rank_ = known_rank(x, "ReverseV2")
     seen = []
     for i, a in enumerate(axes.astype(np.int64).tolist()):
         if not -rank_ <= a < rank_:
@@ -694,7 +709,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     depth = int(depth._value if isinstance(depth, Tensor) else depth)
     if depth < 0:
         raise InvalidArgumentError(None, "OneHot", f"depth must be non-negative, got: {depth} [Op:OneHot]")
-    rank_ = indices._value.ndim
+    rank_ = known_rank(indices, "OneHot")
     axis = -1 if axis is None else int(axis)
     if not (axis == -1 or 0 <= axis <= rank_):
         raise InvalidArgumentError(None, "OneHot", f"Expected axis to be -1 or between [0, {rank_ + 1}).  But "

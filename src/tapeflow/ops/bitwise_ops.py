@@ -10,6 +10,7 @@ import numpy as np
 
 from tapeflow.framework.dtypes import INTEGER_TYPES
 from tapeflow.framework.op_def import no_gradient, op
+from tapeflow.ops import shape_fns
 
 
 @op("BitwiseAnd", dtypes=INTEGER_TYPES)
@@ -79,5 +80,8 @@ def right_shift(x, y):
 for _type in ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift"):
     no_gradient(_type)
 del _type
+
+# Note [unknown rank] in graph/graph.py: every op of this module is elementwise.
+shape_fns.mark_elementwise(globals())
 
 __all__ = []   # reached as tf.bitwise.*, none at top level (as in TensorFlow)

@@ -19,6 +19,7 @@ from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable
 from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import shape_tensors
 
 
@@ -102,7 +103,9 @@ def _fill(value, dims):
 
 @shape_tensors.reads_inputs
 def _fill_shape(value, dims):
-    """In graphs: the known sizes of `dims`."""
+    """In graphs: the known sizes of `dims` (unknown rank when its length is unknown)."""
+    if shape_tensors.unknown_length(dims):
+        return [shape_tensors.meta(None, value._value.dtype)]
     known = shape_tensors.output_dims(shape_tensors.vector(dims, "dims", "Fill"), "Fill")
     return [shape_tensors.meta(known, value._value.dtype)]
 
@@ -275,6 +278,8 @@ def linspace(start, stop, num, name=None, axis=0):
 def _broadcast_pair(x, y):
     """x and y broadcast against each other (in graphs, sizes unknown while building are read at run time)."""
     from tapeflow.ops import array_ops, math_ops
+    known_rank(x, "LinSpace")
+    known_rank(y, "LinSpace")
     xs, ys = x._value.shape, y._value.shape
     if None in xs or None in ys:                        # an unknown size may still be 1: add zeros to broadcast
         return x + math_ops.zeros_like(y), y + math_ops.zeros_like(x)
@@ -365,15 +370,25 @@ def _size(x, out_type):
     return np.asarray(x.size, out_type)
 
 
+@op("Rank", same_dtype=False)
+def _rank(x):
+    return np.asarray(x.ndim, np.int32)
+
+
 no_gradient("Shape")
 no_gradient("Size")
+no_gradient("Rank")
+# Note [unknown rank] in graph/graph.py: the queries of tensors of unknown rank.
+_shape.unknown_rank = lambda x, out_type: [shape_tensors.meta((None,), out_type)]
+_size.unknown_rank = lambda x, out_type: [shape_tensors.meta((), out_type)]
+_rank.unknown_rank = lambda x: [shape_tensors.meta((), np.int32)]
 
 
 def _query(query, x, out_type):
     """A constant when the shape is known (also in graphs); else an op that reads it when the graph runs."""
     x = _any_tensor(x)
-    dims = tuple(x._value.shape)
-    if None not in dims:
+    dims = x._value.shape
+    if dims is not None and None not in dims:
         return Tensor(np.asarray(dims if query is _shape else int(np.prod(dims, dtype=np.int64)), out_type))
     return execute(query, (x,), {"out_type": out_type})
 
@@ -395,8 +410,12 @@ def size(input, out_type=dtypes.int32, name=None):  # noqa: A002
 
 
 def rank(input, name=None):  # noqa: A002
-    """The number of dimensions of `input` as a scalar int32 tensor."""
-    return Tensor(np.asarray(np.ndim(_any_tensor(input)._value), np.int32))
+    """The number of dimensions of `input` as a scalar int32 tensor (read when the graph runs
+    for a graph tensor of unknown rank)."""
+    x = _any_tensor(input)
+    if x._value.ndim is None:
+        return execute(_rank, (x,), {})
+    return Tensor(np.asarray(x._value.ndim, np.int32))
 
 
 __all__ = ["eye", "fill", "linspace", "meshgrid", "ones", "range", "rank", "shape", "shape_n", "size", "zeros"]

@@ -17,6 +17,7 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import array_ops, math_ops, shape_tensors
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
@@ -262,6 +263,8 @@ def _same_dtype_pair(x, w, type_):
                                                 f"values: half, bfloat16, float, double [Op:{type_}]")
     if w._value.dtype != x._value.dtype:
         raise_type_mismatch(type_, 1, x._value.dtype, w._value.dtype)
+    known_rank(x, type_)
+    known_rank(w, type_)
     return x, w
 
 
@@ -498,6 +501,7 @@ def _pool(kernel, input, ksize, strides, padding, data_format, explicit_ok):  # 
     type_ = kernel.type
     cf = _channels_first(data_format, ("NHWC", "NCHW"))
     x = input if type(input) is Tensor else convert_to_tensor(input)
+    known_rank(x, type_)
     ksize = _spatial(ksize, "ksize", 2, cf, type_)
     strides = _spatial(strides, "strides", 2, cf, type_)
     if any(k <= 0 for k in ksize):
@@ -543,7 +547,7 @@ def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
 def _pool1d(fn, input, ksize, strides, padding, data_format):  # noqa: A002
     cf = _channels_first(data_format, ("NWC", "NCW"))
     x = input if type(input) is Tensor else convert_to_tensor(input)
-    if x._value.ndim != 3:
+    if known_rank(x, "MaxPool" if fn is max_pool2d else "AvgPool") != 3:
         raise ValueError(f"input must be 3-dimensional [N, W, C], got shape {list(x._value.shape)}")
     if cf:
         x = array_ops.transpose(x, (0, 2, 1))
@@ -566,7 +570,8 @@ def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  #
 
 
 def _pool_nd(fn2d, fn1d, input, ksize, strides, padding, data_format):  # noqa: A002
-    rank = (input if isinstance(input, Tensor) else convert_to_tensor(input))._value.ndim
+    rank = known_rank(input if isinstance(input, Tensor) else convert_to_tensor(input),
+                      "MaxPool" if fn2d is max_pool2d else "AvgPool")
     if rank == 4:
         return fn2d(input, ksize, strides, padding, data_format or "NHWC")
     if rank == 3:

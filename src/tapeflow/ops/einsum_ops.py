@@ -30,6 +30,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops.matrix_shapes import broadcast_dims, merge_dims, meta
 
 _LETTERS = string.ascii_letters
@@ -261,6 +262,8 @@ def einsum(equation, *inputs, **kwargs):
     if kwargs:
         raise TypeError(f"Invalid keyword arguments for einsum: {', '.join(kwargs)}")
     xs = convert_inputs(inputs)
+    for x in xs:
+        known_rank(x, "Einsum")
     subs, out = _parse(equation, len(xs))
     try:
         canonical = _canonical(subs, out, tuple(tuple(x._value.shape) for x in xs))
@@ -379,7 +382,7 @@ def tensordot(a, b, axes, name=None):
     TensorShape([2, 4])
     """
     x, y = convert_inputs([a, b])
-    ra, rb = x._value.ndim, y._value.ndim
+    ra, rb = known_rank(x, "Einsum"), known_rank(y, "Einsum")
     a_axes, b_axes = _tensordot_axes(axes, x, ra, rb)
     letters = iter(_LETTERS)
     sa = [next(letters) for _ in range(ra)]

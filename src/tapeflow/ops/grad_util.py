@@ -1,14 +1,16 @@
 """Helpers shared by gradient rules: the one place broadcasting is undone.
 
 Shapes are static tuples; in graphs they may hold None (unknown until run
-time).  Then the shape-of ops below take the tensor whose shape is wanted as
-an input and read it when the graph runs.
+time), or be None (unknown rank, Note [unknown rank] in graph/graph.py).  Then
+the shape-of ops below take the tensor whose shape is wanted as an input and
+read it when the graph runs.
 """
 
 import numpy as np
 
 from tapeflow.framework.op_def import op
 from tapeflow.framework.tensor import Tensor
+from tapeflow.graph.graph import Meta
 
 
 def _sum_to(g, shape):
@@ -35,12 +37,12 @@ def reshape_like(g, like):
 
 def _like_shape(g, like):
     """In graphs, the *ToShapeOf ops have like's static shape (broadcasting may also fill in g's sizes)."""
-    from tapeflow.graph.graph import Meta
-    return [Meta(tuple(like.shape), g.dtype)]
+    return [Meta(None if like.shape is None else tuple(like.shape), g.dtype)]
 
 
 def _broadcast_like_shape(g, like):
-    from tapeflow.graph.graph import Meta
+    if like.shape is None or g.shape is None:
+        return _like_shape(g, like)
     dims = list(like.shape)
     for i in range(1, min(len(dims), len(g.shape)) + 1):
         if dims[-i] is None and g.shape[-i] is not None and g.shape[-i] > 1:
@@ -48,9 +50,9 @@ def _broadcast_like_shape(g, like):
     return [Meta(tuple(dims), g.dtype)]
 
 
-broadcast_like.shape_fn = _broadcast_like_shape
-sum_like.shape_fn = _like_shape
-reshape_like.shape_fn = _like_shape
+broadcast_like.shape_fn = broadcast_like.unknown_rank = _broadcast_like_shape
+sum_like.shape_fn = sum_like.unknown_rank = _like_shape
+reshape_like.shape_fn = reshape_like.unknown_rank = _like_shape
 
 
 @broadcast_like.def_grad
@@ -68,10 +70,6 @@ def _reshape_like_grad(op, dy):
     return reshape_like(dy, op.inputs[0]), None      # reshape back
 
 
-def is_static(shape):
-    return None not in shape
-
-
 def shape_of(t):
     """The static shape tuple of a tensor (or variable)."""
     return t._value.shape
@@ -80,18 +78,18 @@ def shape_of(t):
 def unbroadcast(grad, shape, like=None):
     """Sums `grad` down to `shape`, undoing NumPy-style broadcasting.
 
-    With unknown dimensions (graphs), `like` (a tensor of the target shape) is
-    required and the reduction happens when the graph runs.
+    With unknown dimensions or rank (graphs), `like` (a tensor of the target
+    shape) is required and the reduction happens when the graph runs.
 
     >>> import tapeflow as tf
     >>> from tapeflow.ops.grad_util import unbroadcast
     >>> unbroadcast(tf.ones([2, 3]), (3,)).numpy()
     array([2., 2., 2.], dtype=float32)
     """
-    gshape = grad._value.shape if type(grad) is Tensor else tuple(grad.shape)
-    if gshape == shape and None not in shape:
+    gshape = grad._value.shape if isinstance(grad, Tensor) else tuple(grad.shape)
+    if gshape == shape and shape is not None and None not in shape:      # (inline: the eager hot path)
         return grad
-    if None in gshape or None in shape:
+    if gshape is None or shape is None or None in gshape or None in shape:
         if like is None:
             raise ValueError(f"unbroadcast of a gradient of shape {gshape} to {shape} needs `like`")
         return sum_like(grad, like)
@@ -118,6 +116,8 @@ def reduction_grad(dy, x, axes, keepdims):
     """Spreads the gradient of a reduction over `axes` of `x` back to x's shape."""
     from tapeflow.ops import array_ops
     shape = x._value.shape
+    if shape is None:                   # unknown rank: axes None (all) or not normalized
+        return broadcast_like(dy if keepdims else keep_reduced_dims(dy, x, axes), x)
     if None not in shape:
         if not keepdims:
             dy = array_ops.reshape(dy, tuple(1 if i in axes else d for i, d in enumerate(shape)))
@@ -130,3 +130,17 @@ def reduction_grad(dy, x, axes, keepdims):
             for a in sorted(axes):
                 dy = array_ops.expand_dims(dy, a)
     return broadcast_like(dy, x)
+
+
+def keep_reduced_dims(t, x, axes):
+    """`t`, the result of a reduction of `x` (of unknown rank) over `axes` without keepdims, with
+    the reduced axes back as size-1 axes: the shape is computed when the graph runs (TF's
+    reduced_shape).  `axes` None means all axes (`t` is a scalar: it broadcasts as it is);
+    else the axes may be negative."""
+    from tapeflow.ops import array_ops, constructor_ops, math_ops, scatter_ops
+    if axes is None:
+        return t
+    indices = math_ops.floormod(Tensor(np.asarray(axes, np.int32).reshape(-1, 1)), constructor_ops.rank(x))
+    kept = scatter_ops.tensor_scatter_nd_update(constructor_ops.shape(x), indices,
+                                                Tensor(np.ones(len(axes), np.int32)))
+    return array_ops.reshape(t, kept)

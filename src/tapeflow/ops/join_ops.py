@@ -12,6 +12,7 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.graph.constant_value import constant_value
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import shape_tensors
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_str, identity
 from tapeflow.ops.constructor_ops import _int_list, shape
@@ -45,7 +46,7 @@ def stack(values, axis=0, name="stack"):
     if axis == 0 and not _contains_tensor(values):
         return convert_to_tensor(values)                # plain values: one dtype for the whole list
     xs = convert_inputs(values)
-    rank_ = xs[0]._value.ndim
+    rank_ = known_rank(xs[0], "Pack")
     if not -rank_ - 1 <= axis <= rank_:
         raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
     return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
@@ -70,7 +71,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
       InvalidArgumentError: `num` differs from the size of `axis`.
     """
     x = convert_to_tensor(value)
-    rank_ = x._value.ndim
+    rank_ = known_rank(x, "Unpack")
     if not -rank_ <= axis < rank_:
         raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
     axis %= rank_
@@ -130,7 +131,7 @@ def concat(values, axis, name="concat"):
         raise ValueError("concat needs at least one tensor in `values`.")
     if len(xs) == 1:
         return identity(xs[0])
-    rank_ = xs[0]._value.ndim
+    rank_ = known_rank(xs[0], "ConcatV2")
     if rank_ == 0:
         raise InvalidArgumentError(None, "ConcatV2", "ConcatOp : Can't concatenate scalars (use tf.stack instead) "
                                    "[Op:ConcatV2]")
@@ -231,7 +232,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     [1, 4]
     """
     x = convert_to_tensor(value)
-    rank_ = x._value.ndim
+    rank_ = known_rank(x, "Split")
     splits = num_or_size_splits
     if isinstance(splits, Tensor) and splits._value.ndim == 0:
         known = constant_value(splits)

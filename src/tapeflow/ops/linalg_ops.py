@@ -21,6 +21,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.grad_util import binary_grads
 from tapeflow.ops.matrix_shapes import (
@@ -49,7 +50,7 @@ def check_matrix(a, square=True, what="Input matrix"):
 
 def swap_last(x):
     """Transposes the last two axes (a tapeflow op)."""
-    rank = x._value.ndim
+    rank = known_rank(x, "Transpose")
     if rank < 2:
         raise ValueError(f"Argument `a` should be a (batch) matrix with rank >= 2.  Received shape: {x._value.shape}")
     perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
@@ -710,7 +711,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
             raise ValueError(f"'ord' must be a supported vector norm, got {ord}")
         axis = None if axis is None else (axis,)
     x = convert_to_tensor(tensor)
-    rank = x._value.ndim
+    rank = known_rank(x, "norm")
     for a in axis or ():
         if not -rank <= a < rank:
             message = f"Invalid reduction dimension {a} for input with {rank} dimensions."

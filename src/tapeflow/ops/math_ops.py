@@ -356,10 +356,12 @@ def multiply_no_nan(x, y, name=None):
     return _mul_no_nan(x, y)
 
 
-# Graph shape rules: TensorFlow's broadcasting (an unknown dim against 0 or 1 stays unknown).
+# Graph shape rules: TensorFlow's broadcasting (an unknown dim against 0 or 1 stays unknown; an
+# unknown rank gives an unknown rank, Note [unknown rank] in graph/graph.py).
 for _kernel in (add_v2, subtract, multiply, _real_div, _floor_div, floormod, pow, maximum, minimum, squared_difference,
                 atan2, xlogy, xlog1py, xdivy, _div_no_nan, _mul_no_nan):
     _kernel.shape_fn = shape_fns.broadcast_shape
+    _kernel.unknown_rank = shape_fns.elementwise(_kernel)
 
 
 def scalar_mul(scalar, x, name=None):
@@ -407,7 +409,7 @@ def _add_n(*xs):
     return out
 
 
-_add_n.shape_fn = shape_fns.add_n_shape
+_add_n.shape_fn = _add_n.unknown_rank = shape_fns.add_n_shape
 
 
 @_add_n.def_grad
@@ -529,6 +531,8 @@ def _complex(re, im):
 
 
 _complex.shape_fn = shape_fns.complex_shape
+for _kernel in (_conj, _real, _imag, _angle, _complex):       # Note [unknown rank] in graph/graph.py
+    _kernel.unknown_rank = shape_fns.elementwise(_kernel)
 
 
 @_complex.def_grad
@@ -556,6 +560,9 @@ def _cast(x, DstT):
     if x.dtype.kind == "c" and DstT.kind != "c":
         x = np.real(x)
     return np.asarray(x).astype(DstT, copy=False) if x.dtype != DstT else x
+
+
+_cast.unknown_rank = shape_fns.elementwise(_cast)     # Note [unknown rank] in graph/graph.py
 
 
 @_cast.def_grad
@@ -586,6 +593,7 @@ def cast(x, dtype, name=None):
 def _comparison(type_, fn, allowed):
     kernel = op(type_, dtypes=allowed)(fn)
     kernel.shape_fn = shape_fns.compare_shape
+    kernel.unknown_rank = shape_fns.elementwise(kernel)
     no_gradient(type_)
 
     def compare(x, y, name=None):
@@ -614,6 +622,7 @@ def _select(cond, x, y):
 
 
 _select.shape_fn = shape_fns.select_shape
+_select.unknown_rank = shape_fns.elementwise(_select)
 
 
 @_select.def_grad
@@ -647,14 +656,16 @@ def _fill_like(like, value, dtype):
 
 
 no_gradient("FillLike")
+_fill_like.unknown_rank = shape_fns.elementwise(_fill_like)
 
 
 def _filled_like(input, dtype, value):
     x = input if type(input) is Tensor else convert_to_tensor(input)
     np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    if None in x._value.shape:      # graph tensor of unknown shape: filled when the graph runs
+    shape = x._value.shape
+    if shape is None or None in shape:      # graph tensor of unknown shape or rank: filled when the graph runs
         return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
-    return Tensor(np.full(x._value.shape, value, np_dtype))
+    return Tensor(np.full(shape, value, np_dtype))
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
@@ -684,6 +695,7 @@ def _matmul(a, b, transpose_a, transpose_b):
 
 
 _matmul.shape_fn = shape_fns.matmul_shape
+_matmul.unknown_rank = shape_fns.rank_unknown
 _matmul.fresh_outputs = True      # never a view of an input (Note [buffer reuse] in graph/executor.py)
 
 
@@ -740,6 +752,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def _logical(type_, fn, arity):
     kernel = op(type_, dtypes=(dtypes.bool,))(fn)
+    kernel.unknown_rank = shape_fns.elementwise(kernel)
     no_gradient(type_)
     if arity == 2:
         kernel.shape_fn = shape_fns.compare_shape

@@ -12,6 +12,7 @@ from tapeflow.framework.dtypes import FLOATING_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import array_ops, math_ops, shape_fns, shape_tensors
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.nn_ops import (
@@ -135,6 +136,8 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     """
     logits = _float_logits(logits)
     labels = _tensor(labels)
+    known_rank(logits, "SoftmaxCrossEntropyWithLogits")
+    known_rank(labels, "SoftmaxCrossEntropyWithLogits")
     if labels._value.dtype != logits._value.dtype:
         labels = math_ops.cast(labels, logits.dtype)
     rank = logits._value.ndim
@@ -226,10 +229,6 @@ def _broadcast_dims(a, b):
     return tuple(out)
 
 
-def _compatible(a, b):
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
-
-
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     """Cross-entropy between integer class `labels` and softmax(`logits`) over the last axis.
 
@@ -250,6 +249,8 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     """
     logits = _float_logits(logits)
     labels = _tensor(labels)
+    known_rank(logits, "SparseSoftmaxCrossEntropyWithLogits")
+    known_rank(labels, "SparseSoftmaxCrossEntropyWithLogits")
     if labels._value.dtype not in (np.int32, np.int64):
         raise InvalidArgumentError(
             None, "SparseSoftmaxCrossEntropyWithLogits",
@@ -261,7 +262,7 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     if len(lshape) != len(xshape) - 1:
         raise ValueError(f"`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape={lshape} "
                          f"of rank {len(lshape)} and logits.shape={xshape} of rank {len(xshape)}")
-    if not _compatible(lshape, xshape[:-1]):
+    if not shape_fns.compatible(lshape, xshape[:-1]):
         raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
                          f"labels.shape={lshape} and logits.shape={xshape}")
     if len(xshape) != 2:
@@ -281,7 +282,8 @@ def _same_shape_pair(labels, logits, fn):
     if labels is None or logits is None:
         raise ValueError(f"Both labels and logits must be provided for {fn}.")
     logits, labels = _tensor(logits), _tensor(labels)
-    if labels._value.shape != logits._value.shape and not _compatible(labels._value.shape, logits._value.shape):
+    if (labels._value.shape != logits._value.shape
+            and not shape_fns.compatible(labels._value.shape, logits._value.shape)):
         raise ValueError(f"`logits` and `labels` must have the same shape, received "
                          f"({logits.shape} vs {labels.shape}).")
     return labels, logits
@@ -325,7 +327,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     """exp(log_input) - log_input * targets, plus Stirling's term for targets > 1 when asked."""
     log_input = _tensor(log_input)
     targets = _tensor(targets, dtype=log_input.dtype) if not isinstance(targets, Tensor) else targets
-    if targets._value.shape != log_input._value.shape and not _compatible(targets._value.shape,
+    if targets._value.shape != log_input._value.shape and not shape_fns.compatible(targets._value.shape,
                                                                           log_input._value.shape):
         raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
     loss = math_ops.exp(log_input) - log_input * targets

@@ -15,7 +15,7 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.variables import Variable
 from tapeflow.graph.constant_value import constant_value
-from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.graph.graph import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, shape_fns, shape_tensors
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -40,7 +40,7 @@ def _scalar_like(value, t):
 
 def _zeros_like(t):
     shape = t._value.shape
-    return math_ops.zeros_like(t) if None in shape else Tensor(np.zeros(shape, t._value.dtype))
+    return math_ops.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
 
 
 # -- rectifiers ------------------------------------------------------------------
@@ -242,6 +242,7 @@ def _along_axis(kernel, logits, axis):
     rank = x._value.ndim
     if axis is None or axis == -1 or (rank and axis == rank - 1):
         return execute(kernel, (x,), {})
+    rank = known_rank(x, kernel.type)                   # another axis: swapped to the end and back
     if isinstance(axis, Tensor):
         axis = shape_fns.static_int(axis, "axis", kernel.type)
     if not -rank <= axis < rank:
@@ -318,6 +319,8 @@ def bias_add(value, bias, data_format=None, name=None):
                                         or data_format.startswith("N") and data_format.endswith("C")):
         raise ValueError(f"data_format must be of the form `N...C` or `NC...`, got {data_format!r}.")
     channels_first = data_format is not None and data_format.startswith("NC")
+    known_rank(value, "BiasAdd")
+    known_rank(bias, "BiasAdd")
     shape, bshape = value._value.shape, bias._value.shape
     if len(bshape) != 1:
         raise InvalidArgumentError(None, "BiasAdd", f"Biases must be 1D: {list(bshape)} [Op:BiasAdd]")
@@ -442,6 +445,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
 
 def _noise_shape(x, noise_shape):
     """dropout's mask shape: x's, or `noise_shape` with None entries taken from x (read at run time if unknown)."""
+    known_rank(x, "dropout")
     shape = x._value.shape
     if noise_shape is None:
         return shape if None not in shape else array_ops.shape(x)
@@ -536,10 +540,13 @@ def _partitioned_lookup(params, ids):
     return array_ops.reshape(placed, ids._value.shape + rest)
 
 
-# Graph shape rules (see shape_fns).
+# Graph shape rules (see shape_fns), and those for inputs of unknown rank (Note [unknown rank] in graph/graph.py).
 for _kernel in (_relu, _relu6, _leaky_relu, _elu, _selu):
     _kernel.shape_fn = shape_fns.same_shape
+for _kernel in (_relu, _relu_grad_op, _relu6, _leaky_relu, _elu, _selu):
+    _kernel.unknown_rank = shape_fns.elementwise(_kernel)
 _softmax.shape_fn = _log_softmax.shape_fn = shape_fns.at_least_rank1_same_shape
+_softmax.unknown_rank = _log_softmax.unknown_rank = shape_fns.rank_unknown      # along the last axis
 _bias_add.shape_fn = shape_fns.bias_add_shape
 
 

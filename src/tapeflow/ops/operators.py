@@ -100,6 +100,8 @@ def _ne(x, y):
 
 
 def _broadcastable(x, y):
+    if x._value.shape is None or y._value.shape is None:   # unknown rank (graphs): may broadcast
+        return True
     try:            # an unknown dim (None, graphs) is compatible with any size
         np.broadcast_shapes(*[tuple(1 if d is None else d for d in t._value.shape) for t in (x, y)])
     except ValueError:

@@ -3,7 +3,9 @@
 
 Reduction kernels take a normalized `axis` attr (a sorted tuple of
 non-negative ints) and `keepdims`; their gradients first reshape the output
-gradient to the kept-dims shape and broadcast it back over the input.
+gradient to the kept-dims shape and broadcast it back over the input.  For
+inputs of unknown rank (graphs, Note [unknown rank] in graph/graph.py) the attr
+is None for all axes, else the axes as given, checked when the graph runs.
 See Note [module split] in math_ops.py for the imports from math_ops.
 """
 
@@ -17,9 +19,9 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.graph.constant_value import constant_value
-from tapeflow.graph.graph import SymbolicTensor
+from tapeflow.graph.graph import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, shape_fns, shape_tensors
-from tapeflow.ops.grad_util import reduction_grad
+from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
     where, zeros_like,
@@ -34,9 +36,10 @@ def _tensor(x):
 
 
 def _axes(axis, rank, op_type="Sum"):
-    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow."""
+    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow
+    (for an unknown `rank`: None for all axes, else the ints as given)."""
     if axis is None:
-        return tuple(range(rank))
+        return None if rank is None else tuple(range(rank))
     if isinstance(axis, Tensor):
         if axis._value.dtype not in (np.int32, np.int64):
             raise TypeError(f"axis must be an int32 or int64 tensor, got {axis.dtype.name}.")
@@ -54,6 +57,9 @@ def _axes(axis, rank, op_type="Sum"):
         if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"Cannot convert {a!r} to EagerTensor of dtype int32")
         a = int(a)
+        if rank is None:
+            out.append(a)
+            continue
         if not -rank <= a < rank:
             raise InvalidArgumentError(None, op_type, f"Invalid reduction dimension ({a} for input with {rank} "
                                        f"dimension(s) [Op:{op_type}]")
@@ -62,7 +68,7 @@ def _axes(axis, rank, op_type="Sum"):
             raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
                                        f"dimension: {a} [Op:{op_type}]")
         out.append(a)
-    return tuple(sorted(out))
+    return tuple(out) if rank is None else tuple(sorted(out))
 
 
 def _kept_shape(shape, axes):
@@ -79,6 +85,8 @@ def _kept(op, t):
     if op.get_attr("keepdims"):
         return t
     shape, axes = op.inputs[0]._value.shape, op.get_attr("axis")
+    if shape is None:                                   # unknown rank: shapes read when the graph runs
+        return keep_reduced_dims(t, op.inputs[0], axes)
     if None not in shape:
         return array_ops.reshape(t, _kept_shape(shape, axes))
     for a in axes:                                      # unknown dimensions (graphs): insert the axes
@@ -117,11 +125,13 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     """
     x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
     rank = x._value.ndim
-    axes = tuple(range(rank)) if axis is None else _axes(axis, rank, "Sum")
+    axes = tuple(range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
     return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
 def _count(shape, axes):
+    if axes is None:
+        return int(np.prod(shape, dtype=np.int64))
     n = 1
     for a in axes:
         n *= shape[a]
@@ -152,7 +162,8 @@ def _mean(x, axis, keepdims):
 @_mean.def_grad
 def _mean_grad(op, dy):
     x, axes = op.inputs[0], op.get_attr("axis")         # each element gets dy / (number averaged)
-    if None in (x._value.shape[a] for a in axes):       # unknown dimensions (graphs): count when run
+    shape = x._value.shape
+    if shape is None or None in (shape[a] for a in axes):   # unknown dimensions (graphs): count when run
         count = execute(_sum, (ones_like(x, dtype=dtypes.as_dtype(dy._value.dtype)),), {"axis": axes, "keepdims": True})
         return _expand_to_input(op, dy) / count
     n = max(_count(x._value.shape, axes), 1)
@@ -182,6 +193,8 @@ def _prod_grad(op, dy):
     # exclusive cumprods over the reduced axes moved to the front; exact with zeros.
     x = op.inputs[0]
     shape, axes = x._value.shape, op.get_attr("axis")
+    if shape is None:
+        return _prod_all_grad(op, dy)
     others = tuple(i for i in range(len(shape)) if i not in axes)
     perm = axes + others
     moved = array_ops.transpose(x, perm)
@@ -200,6 +213,22 @@ def _prod_grad(op, dy):
         partial = array_ops.reshape(conj(left) * conj(right), moved._value.shape)
     partial = array_ops.transpose(partial, tuple(np.argsort(perm).tolist()))
     return _expand_to_input(op, dy) * partial
+
+
+def _prod_all_grad(op, dy):
+    """`_prod_grad` for an input of unknown rank, reduced over all its axes: the same cumprods over
+    the flattened input.  (Given axes would need a transpose by a permutation known only when the
+    graph runs.)"""
+    from tapeflow.ops.grad_util import reshape_like
+    x = op.inputs[0]
+    if op.get_attr("axis") is not None:
+        raise ValueError(f"The gradient of reduce_prod over given axes needs an input of known rank; "
+                         f"{x.name} has unknown rank. Reduce over all axes, or give the input a rank "
+                         "(placeholder shape=[None, ...], TensorSpec([None, ...]) or set_shape).")
+    flat = array_ops.reshape(x, (-1,))
+    left = cumprod(flat, axis=0, exclusive=True)
+    right = cumprod(flat, axis=0, exclusive=True, reverse=True)
+    return _expand_to_input(op, dy) * reshape_like(conj(left) * conj(right), x)
 
 
 def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
@@ -421,7 +450,7 @@ no_gradient("ArgMin")
 
 def _arg(kernel, input, axis, output_type, allowed):  # noqa: A002
     x = _tensor(input)
-    rank = x._value.ndim
+    rank = known_rank(x, kernel.type)
     axis = 0 if axis is None else int(axis)
     if not -rank <= axis < rank or rank == 0:
         raise InvalidArgumentError(None, kernel.type, f"Expected dimension in the range [{-rank}, {rank}), "
@@ -528,7 +557,7 @@ def _cumulative_logsumexp_grad(op, dy):
 
 def _scan_op(kernel, x, axis, exclusive, reverse):
     x = _tensor(x)
-    rank = x._value.ndim
+    rank = known_rank(x, kernel.type)
     axis = int(axis)
     if not -rank <= axis < rank:
         raise InvalidArgumentError(None, kernel.type, f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), "
@@ -559,6 +588,7 @@ def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
 # Graph shape rules (see shape_fns).
 for _kernel in (_sum, _mean, _prod, _max, _min, _logsumexp, _euclidean_norm, _any, _all):
     _kernel.shape_fn = shape_fns.reduction_shape
+    _kernel.unknown_rank = shape_fns.reduction_unknown_rank
 for _kernel in (_cumsum, _cumprod, _cumulative_logsumexp):
     _kernel.shape_fn = shape_fns.same_shape
 _argmax.shape_fn = _argmin.shape_fn = shape_fns.arg_reduction_shape

@@ -16,7 +16,7 @@ from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.variables import Variable, found_value
-from tapeflow.graph.graph import Meta, SymbolicTensor
+from tapeflow.graph.graph import Meta, SymbolicTensor, known_rank
 from tapeflow.ops import constructor_ops, shape_tensors
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 
@@ -160,7 +160,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
                                    "the list of allowed values: int16, int32, int64 [Op:GatherV2]")
     batch_dims = int(batch_dims)
     if batch_dims < 0:
-        batch_dims += indices._value.ndim
+        batch_dims += known_rank(indices, "GatherV2")
     axis = batch_dims if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
     if axis == 0:
         batch_dims = 0                                 # like TensorFlow: axis 0 ignores batch_dims
@@ -168,7 +168,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
             params._note_access()
             return execute(_resource_gather, (params, indices), {})
     params = convert_to_tensor(params)
-    rank_ = params._value.ndim
+    rank_ = known_rank(params, "GatherV2")
     if axis >= rank_ or axis < -rank_:
         raise InvalidArgumentError(None, "GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
                                    f"but is rank {rank_} [Op:GatherV2]")
@@ -231,6 +231,8 @@ def _boolean_mask_graph(x, mask, axis):
     m = convert_to_tensor(mask)
     if not isinstance(m, SymbolicTensor):
         m = const(get_default_graph(), m)
+    known_rank(x, "BooleanMask")
+    known_rank(m, "BooleanMask")
     mshape, shape = tuple(m._value.shape), tuple(x._value.shape)
     if not mshape:
         raise ValueError("mask cannot be scalar.")

@@ -4,11 +4,14 @@ A shape rule (`op.shape_fn`) gives an op's static output shape in a graph the
 way TensorFlow's C++ shape function does, where abstract evaluation (running
 the kernel on zeros, `graph/graph.infer_metas`) cannot infer it or infers
 more than TensorFlow does.  Rules receive the inputs' Metas (shape tuples
-with None for unknown dims) and the op's attrs.
+with None for unknown dims) and the op's attrs.  The rules for inputs of
+unknown rank (`op.unknown_rank`, Note [unknown rank] in graph/graph.py) are here
+too.
 """
 
 import numpy as np
 
+from tapeflow.framework.op_def import Op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.graph.constant_value import constant_value
 from tapeflow.graph.graph import Meta, SymbolicTensor
@@ -64,8 +67,10 @@ def merge_shapes(shapes, what):
 
 
 def add_n_shape(*xs):
-    """AddN: the inputs' shapes merged (TensorFlow checks the rest when the graph runs)."""
-    return [Meta(merge_shapes([x.shape for x in xs], "Inputs to AddN"), xs[0].dtype)]
+    """AddN: the inputs' shapes merged (TensorFlow checks the rest when the graph runs); inputs
+    of unknown rank add nothing (the result has unknown rank when all have)."""
+    shapes = [x.shape for x in xs if x.shape is not None]
+    return [Meta(merge_shapes(shapes, "Inputs to AddN") if shapes else None, xs[0].dtype)]
 
 
 def _broadcast_dim(a, b):
@@ -140,8 +145,36 @@ def select_shape(condition, x, y, **_):
     return [Meta(_broadcast_checked(condition.shape, x.shape, y.shape), x.dtype)]
 
 
+# -- Note [unknown rank] (graph/graph.py): the rules of ops taking inputs of unknown rank --
+
+def elementwise(kernel):
+    """The `unknown_rank` rule of an elementwise op (unary, broadcasting binary, Cast, Select...):
+    its outputs have unknown rank, and the dtypes the kernel gives on scalars."""
+    def rule(*inputs, **attrs):
+        with np.errstate(all="ignore"):
+            out = kernel.kernel(*[np.ones((), x.dtype) for x in inputs], **attrs)
+        outs = (out,) if kernel.num_outputs == 1 else out
+        return [Meta(None, np.asarray(o).dtype) for o in outs]
+    return rule
+
+
+def mark_elementwise(namespace):
+    """Gives each op defined in a module of elementwise ops (pass its `globals()`) the
+    `elementwise` rule, so a new op of the module takes inputs of unknown rank too."""
+    for value in list(namespace.values()):
+        if isinstance(value, Op) and value.__module__ == namespace["__name__"]:
+            value.unknown_rank = elementwise(value)
+
+
+def rank_unknown(x, *_, **__):
+    """An op whose output has unknown rank when an input has (MatMul, Softmax): x's dtype."""
+    return [Meta(None, x.dtype)]
+
+
 def compatible(a, b):
-    """Whether two static shapes (None for unknown dims) can describe the same tensor."""
+    """Whether two static shapes (None for unknown dims, or for an unknown rank) can describe the same tensor."""
+    if a is None or b is None:
+        return True
     return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
@@ -157,8 +190,21 @@ def at_least_rank1_same_shape(x, *_, **__):
     return same_shape(x)
 
 
+def reduction_unknown_rank(x, axis, keepdims, **_):
+    """A reduction of an input of unknown rank (`axis` None: all axes, else axes not yet
+    normalized): a scalar for all axes without keepdims, else unknown rank (TensorFlow's rule)."""
+    return [Meta(() if axis is None and not keepdims else None, x.dtype)]
+
+
 def reduction_shape(x, axis, keepdims, **_):
-    """A reduction over the (normalized) `axis` attr: those dims dropped, or kept as 1."""
+    """A reduction over the (normalized) `axis` attr: those dims dropped, or kept as 1.
+
+    The attr of a reduction built for an input of unknown rank (None, or negative
+    axes) is normalized here: such a body may be inferred again for known
+    input shapes (Note [call shapes] in graph/function.py)."""
+    if axis is None or any(a < 0 for a in axis):
+        rank = len(x.shape)
+        axis = range(rank) if axis is None else {a % rank for a in axis}
     if keepdims:
         dims = tuple(1 if i in axis else d for i, d in enumerate(x.shape))
     else:

@@ -117,7 +117,17 @@ def dims_of(x, out_type=np.int32):
 
 
 def meta(shape, dtype):
-    return Meta(tuple(shape), np.dtype(dtype))
+    """A Meta of `shape` (a sequence, or None for an unknown rank) and `dtype`."""
+    return Meta(None if shape is None else tuple(shape), np.dtype(dtype))
+
+
+def unknown_length(sizes):
+    """Whether a size argument is a tensor whose length is unknown while building (`tf.shape(x)`
+    of an x of unknown rank): the op's output then has unknown rank (Note [unknown rank])."""
+    if not isinstance(sizes, Tensor):
+        return False
+    shape = sizes._value.shape
+    return shape is None or (len(shape) == 1 and shape[0] is None)
 
 
 def output_dims(values, op_type):

@@ -24,6 +24,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.graph.graph import known_rank
 from tapeflow.ops import shape_tensors
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
@@ -223,6 +224,7 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
            [4, 5]], dtype=int32)
     """
     x = convert_to_tensor(input_)
+    known_rank(x, "Slice")
     if state.graphs:
         known = [shape_tensors.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
         if isinstance(known[0], Tensor) or isinstance(known[1], Tensor):

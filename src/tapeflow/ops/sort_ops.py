@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, no_gradient, op
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.graph.graph import Meta
+from tapeflow.graph.graph import Meta, known_rank
 from tapeflow.ops import shape_tensors
 
 
@@ -31,7 +31,7 @@ def _moved(values, axis, op_name):
     """`values` with `axis` moved last, and the permutation that moves it back."""
     from tapeflow.ops import array_ops
     x = convert_to_tensor(values)
-    rank = x._value.ndim
+    rank = known_rank(x, op_name)
     if rank == 0:
         raise InvalidArgumentError(None, op_name, f"{op_name} needs a tensor of rank >= 1, got a scalar")
     if x.dtype.is_complex or x.dtype.is_bool:

@@ -237,3 +237,6 @@ def nextafter(x1, x2, name=None):
 # Graph shape rules: TensorFlow's broadcasting (see shape_fns).
 for _kernel in (_polygamma, _zeta, _nextafter):
     _kernel.shape_fn = shape_fns.broadcast_shape
+
+# Note [unknown rank] in graph/graph.py: every op of this module is elementwise.
+shape_fns.mark_elementwise(globals())

@@ -17,6 +17,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES
 from tapeflow.framework.op_def import no_gradient, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import shape_fns
 from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -469,3 +470,6 @@ for _op, _ufunc in [(negative, np.negative), (square, np.square), (sqrt, np.sqrt
                     (tanh, np.tanh), (asinh, np.arcsinh), (acosh, np.arccosh), (atanh, np.arctanh),
                     (floor, np.floor), (ceil, np.ceil), (rint, np.rint)]:
     _op.into = _ufunc
+
+# Note [unknown rank] in graph/graph.py: every op of this module is elementwise.
+shape_fns.mark_elementwise(globals())
