@@ -87,136 +87,109 @@ class Tape:
 
     # -- ComputeGradient --------------------------------------------------
     def compute_gradient(self, target_ids, target_specs, source_ids, source_specs, output_gradients):
-        """Backprop from targets to sources; returns one gradient (or None) per source."""
-        sources = set(source_ids)
-        op_tape, usage_counts, missing = self._prepare(target_ids)
-        # Ops none of whose outputs feed another recorded op are ready at once.
-        stack = [op_id for op_id in op_tape if op_id not in missing]
-        grads = self._initial_gradients(target_ids, target_specs, source_specs, output_gradients, op_tape)
-        grad_sizes = {}
+        """Backprop from targets to sources; returns one gradient (or None) per source.
+
+        Note [reverse creation order]: op ids count up as ops run, and an op's
+        inputs exist before it does, so visiting the records from the newest
+        down is a reverse topological order: when a record is reached, every
+        op that consumed its outputs has already passed its gradient back.
+        No usage counts or ready queue are needed (tape.h's PrepareBackprop);
+        a record whose outputs got no gradient is skipped, and records newer
+        than the newest target's op cannot reach a target and are not visited.
+
+        Note [one-shot tape release]: a non-persistent tape hands its records
+        over to the backprop and forgets them, so each record (and the tensors
+        it saved) is released right after its gradient has run.
+        """
         tensor_tape = self._tensor_tape
-        backward = self._backward
-        try:
-            while stack:
-                rec = op_tape.pop(stack.pop(), None)
-                if rec is None:
-                    continue
-                in_grads = backward(rec, grads, sources)
-                input_ids = rec.input_ids
-                del rec   # Note [one-shot tape release]: the record dies here
-                if in_grads is None:
-                    in_grads = (None,) * len(input_ids)
-                # Collect the input gradients; an input whose last consumer has now run
-                # completes one more output of its producer, which is ready when all are.
-                for tid, g in zip(input_ids, in_grads):
-                    if g is not None:
-                        pending = grads.get(tid)
-                        if pending is None:
-                            grads[tid] = [g]
-                        else:
-                            pending.append(g)
-                            if len(pending) > _MIN_AGGREGATE_COUNT:
-                                self._maybe_aggregate(tid, pending, grads, grad_sizes)
-                    count = usage_counts[tid] - 1
-                    usage_counts[tid] = count
-                    if count > 0:
-                        continue
-                    producer = tensor_tape.get(tid)
-                    if producer is None:
-                        grads.pop(tid, None)     # no op made it: nobody needs its gradient
-                    elif producer != -1:
-                        left = missing.get(producer)
-                        if left is not None:
-                            missing[producer] = left - 1
-                            if left == 1:
-                                stack.append(producer)
-        finally:
+        op_tape = self._op_tape
+        sources = set(source_ids)
+        grads = self._initial_gradients(target_ids, target_specs, source_specs, output_gradients, op_tape)
+        last = -1
+        for tid in target_ids:
+            op_id = tensor_tape.get(tid, -1)
+            if op_id > last:
+                last = op_id
+        records = [rec for op_id, rec in op_tape.items() if op_id <= last]
+        if not self.persistent:      # Note [one-shot tape release]
             op_tape.clear()
+        grad_sizes = {}
+        pop = grads.pop
+        while records:
+            rec = records.pop()
+            output_ids = rec.output_ids
+            if len(output_ids) == 1:             # the common case, without the general loop
+                oid = output_ids[0]
+                g = pop(oid, None)
+                if g is None:
+                    continue
+                if type(g) is list:
+                    g = gradient_rules.aggregate(g)
+                if oid in sources:
+                    grads[oid] = g
+                in_grads = apply_rule(rec, [g])
+            else:
+                in_grads = self._backward(rec, grads, sources)
+            if in_grads is None:       # not differentiable, or no output got a gradient
+                continue
+            input_ids = rec.input_ids
+            del rec   # Note [one-shot tape release]: the record dies here
+            for tid, g in zip(input_ids, in_grads):
+                if g is None:
+                    continue
+                pending = grads.get(tid)
+                if pending is None:
+                    # Kept for the tensors a recorded op made and the watched sources only.
+                    producer = tensor_tape.get(tid)
+                    if producer is not None and (producer != -1 or tid in sources):
+                        grads[tid] = g
+                elif type(pending) is list:
+                    pending.append(g)
+                    if len(pending) > _MIN_AGGREGATE_COUNT:
+                        self._maybe_aggregate(tid, pending, grads, grad_sizes)
+                else:
+                    grads[tid] = [pending, g]
         result = []
         for sid in source_ids:
             g = grads.get(sid)
-            if not g:
-                result.append(None)
-            else:
-                result.append(g[0] if len(g) == 1 else gradient_rules.aggregate(g))
+            result.append(gradient_rules.aggregate(g) if type(g) is list else g)
         return result
 
-    def _prepare(self, target_ids):
-        """tape.h PrepareBackprop: the ops reachable from the targets and their counts.
-
-        Note [one-shot tape release]: a non-persistent tape hands its records
-        over to the backprop state and forgets the rest, so each record (and the
-        tensors it saved) is released right after its gradient has run.
-        """
-        tensor_tape, full_op_tape = self._tensor_tape, self._op_tape
-        op_tape = {}
-        usage_counts = {}
-        stack = list(target_ids)
-        while stack:
-            op_id = tensor_tape.get(stack.pop())
-            if op_id is None or op_id == -1 or op_id in op_tape:
-                continue
-            rec = full_op_tape.get(op_id)
-            if rec is None:
-                continue
-            op_tape[op_id] = rec
-            for i in rec.input_ids:
-                if i in usage_counts:
-                    usage_counts[i] += 1
-                else:
-                    usage_counts[i] = 1
-                    if i in tensor_tape:
-                        stack.append(i)
-        missing = {}
-        for tid in usage_counts:
-            op_id = tensor_tape.get(tid, -1)
-            if op_id != -1:
-                missing[op_id] = missing.get(op_id, 0) + 1
-        if not self.persistent:
-            full_op_tape.clear()
-        return op_tape, usage_counts, missing
-
     def _initial_gradients(self, target_ids, target_specs, source_specs, output_gradients, op_tape):
+        """The seeds: a dict tensor id -> gradient, or a list of gradients still to be summed."""
         grads = {}
         source_spec_of = dict(source_specs)
         tensor_tape = self._tensor_tape
         for i, tid in enumerate(target_ids):
             given = output_gradients[i] if output_gradients else None
-            if given is not None:
-                grads.setdefault(tid, []).append(given)
-                continue
-            op_id = tensor_tape.get(tid)
-            if op_id is not None and op_id != -1 and op_id in op_tape:
-                grads.setdefault(tid, []).append(gradient_rules.ones(*target_specs[i]))
-            elif tid in source_spec_of:   # a target that is also a source: d x / d x = 1
-                grads.setdefault(tid, []).append(gradient_rules.ones(*source_spec_of[tid]))
+            if given is None:
+                op_id = tensor_tape.get(tid)
+                if op_id is not None and op_id != -1 and op_id in op_tape:
+                    given = gradient_rules.ones(*target_specs[i])
+                elif tid in source_spec_of:   # a target that is also a source: d x / d x = 1
+                    given = gradient_rules.ones(*source_spec_of[tid])
+                else:
+                    continue
+            pending = grads.get(tid)
+            if pending is None:
+                grads[tid] = given
+            elif type(pending) is list:
+                pending.append(given)
+            else:
+                grads[tid] = [pending, given]
         return grads
 
-    def _backward(self, rec, grads, sources):
-        """Runs one record's gradient rule; None when no output got a gradient."""
-        output_ids = rec.output_ids
-        if len(output_ids) == 1:             # the common case, without the general loop
-            oid = output_ids[0]
-            g = grads.get(oid)
-            if not g:
-                return None
-            g = g[0] if len(g) == 1 else gradient_rules.aggregate(g)
-            if oid in sources:
-                grads[oid] = [g]
-            else:
-                del grads[oid]
-            return apply_rule(rec, [g])
+    @staticmethod
+    def _backward(rec, grads, sources):
+        """Runs the gradient rule of a record with several outputs; None when none got a gradient."""
         out_grads = []
-        for oid in output_ids:
-            g = grads.get(oid)
-            if not g:
-                out_grads.append(None)
-                continue
-            g = g[0] if len(g) == 1 else gradient_rules.aggregate(g)
-            if oid in sources:
-                grads[oid] = [g]
-            else:
-                del grads[oid]
+        for oid in rec.output_ids:
+            g = grads.pop(oid, None)
+            if g is not None:
+                if type(g) is list:
+                    g = gradient_rules.aggregate(g)
+                if oid in sources:
+                    grads[oid] = g
             out_grads.append(g)
         if out_grads.count(None) == len(out_grads):
             return None
@@ -229,5 +202,5 @@ class Tape:
         if size is None:
             size = grad_sizes[tid] = gradient_rules.num_elements(pending[0])
         if len(pending) * size * 4 > _MIN_AGGREGATE_BYTES:
-            grads[tid] = [gradient_rules.aggregate(pending)]
+            grads[tid] = gradient_rules.aggregate(pending)
 
