@@ -13,7 +13,7 @@ from tapeflow.framework.export import populate as _populate
 
 _populate(__name__)
 
-from tapeflow import bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, test  # noqa: E402,F401
+from tapeflow import bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, strings, test  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -35,7 +35,8 @@ def _custom_gradient_shape(*metas, n_results, grad_fn):
     return [m if isinstance(m, Meta) else Meta(tuple(m.shape), m.dtype) for m in metas[:n_results]]
 
 
-@op("CustomGradient", same_dtype=False, num_outputs=-1, shape=_custom_gradient_shape, unknown_rank=True)
+@op("CustomGradient", same_dtype=False, num_outputs=-1, shape=_custom_gradient_shape, unknown_rank=True,
+    accepts_indexed_slices=True)
 def _custom_gradient_op(*values, n_results, grad_fn):
     return values[:n_results]
 

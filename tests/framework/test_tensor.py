@@ -36,15 +36,38 @@ CONVERSIONS = {
     "none": None,
     "list_with_none": [1.0, None],
     "int_beyond_int64": 2**64,
+    "int_at_2_63": 2**63,                   # no int64: ValueError (NumPy would make it uint64)
+    "int_min_int64": -2**63,
+    "bool_then_int": [True, 1],             # TF reads the first element's type: mixed types
+    "int_then_bool": [1, True],
+    "bool_then_float": [True, 1.5],
+    "np_uint64_max": np.uint64(2**64 - 1),
+    # strings (Note [string tensors])
+    "str": "a",
+    "bytes": b"x",
+    "non_ascii_str": "\u00e9",
+    "bytes_with_nul": [b"a\x00", b""],
+    "str_list": ["ab", "c"],
+    "str_matrix": [["a", "bb"], ["c", "d"]],
+    "str_and_bytes": ["a", b"b"],
+    "str_tuple": ("a", "b"),
+    "np_bytes_scalar": np.bytes_(b"xy"),
+    "np_str_scalar": np.str_("\u00e9"),
+    "np_bytes_array": np.array([b"ab", b"c"]),
+    "np_unicode_array": np.array(["ab", "\u00e9"]),
+    "np_object_strings": np.array([b"ab", "c"], dtype=object),
+    "np_object_ints": np.array([1, 2], dtype=object),
+    "np_object_with_none": np.array(["a", None], dtype=object),
+    "int_then_str": [1, "a"],
+    "str_then_int": ["a", 1],
+    "str_then_none": ["a", None],
+    "ragged_strings": [["a"], ["b", "c"]],
 }
 
 # Where tapeflow deliberately differs from TensorFlow: it refuses values TensorFlow
-# silently changes (wrapping integers, dropping imaginary parts, overflowing to inf).
+# silently changes (dropping imaginary parts, overflowing to inf).
 DEVIATIONS = {
     "float_overflowing_float32": (lambda tf: tf.constant(1e300), "inf"),
-    "int_wraps_int8": (lambda tf: tf.constant(300, dtype=tf.int8), TypeError),
-    "negative_wraps_uint8": (lambda tf: tf.convert_to_tensor(-1, dtype=tf.uint8), TypeError),
-    "big_int_wraps_int32": (lambda tf: tf.constant(2**40, dtype=tf.int32), TypeError),
     "numpy_complex_to_float": (lambda tf: tf.constant(np.array([1 + 1j]), dtype=tf.float64), TypeError),
 }
 
@@ -111,7 +134,43 @@ DTYPE_CONVERSIONS = {
     "np_int_to_float32": (np.array([1, 2]), "float32"),
     "np_int64_to_int8_overflow": (np.array([300]), "int8"),
     "string_dtype_name": (1.5, "float64"),
+    # strings and numbers do not convert into each other
+    "str_to_string": ("a", "string"),
+    "str_list_to_string": (["a", b"b"], "string"),
+    "empty_list_to_string": ([], "string"),
+    "int_to_string": (1, "string"),
+    "str_to_float32": ("a", "float32"),
+    "numeric_str_to_float32": ("1", "float32"),
+    "np_numeric_strings_to_float32": (np.array(["1", "2.5"]), "float32"),   # NumPy text is parsed
+    "np_float_to_string": (np.array([1.0]), "string"),
+    "np_bytes_to_string": (np.array([b"a"]), "string"),
 }
+
+
+# Note [Python integers] (framework/tensor.py): a Python int converted to an integer dtype wraps to
+# its width, one beyond int64 raises ValueError, and bools convert only to the dtypes TF converts
+# Python values to directly.  (Negative ints and ints >= 2**64 to uint64 crash TensorFlow itself.)
+INTEGER_CONVERSIONS = [
+    (v, dtype) for dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
+                             "float16", "bfloat16", "float32", "float64", "complex128")
+    for v in (300, -1, 70000, 2**31, -2**31 - 1, 2**40, 2**63 - 1, 2**63, -2**63, -2**63 - 1, 2**64,
+              [1, 300], [[300, -1]], True, [True, False], [True, 1], [1, True])
+    if not (dtype == "uint64" and not all(0 <= x < 2**64 for x in np.ravel(np.array(v, dtype=object))))
+]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")   # NumPy warns where TensorFlow is silent
+@pytest.mark.parametrize("value,dtype", INTEGER_CONVERSIONS)
+@pytest.mark.parametrize("fn", ["constant", "convert_to_tensor"])
+def test_python_integers_wrap_like_tensorflow(value, dtype, fn):
+    same(lambda tf: getattr(tf, fn)(value, dtype=getattr(tf, dtype)))
+
+
+def test_python_integers_in_operators_wrap():
+    same(lambda tf: (tf.constant([1], tf.uint8) + 300, tf.constant([1], tf.uint8) + [300],
+                     tf.constant([5], tf.int8) * 200, tf.constant([1], tf.uint8) - (-1)))
+    same(lambda tf: tf.constant([1], tf.int8) + True)       # a bool does not become int8
+    same(lambda tf: tf.constant([1], tf.int32) + 2**63)
 
 
 @pytest.mark.parametrize("name", list(DTYPE_CONVERSIONS))
@@ -192,6 +251,12 @@ FORMAT_VALUES = {
     "complex": ([1 + 2j], None),
     "int64": ([2**40], None),
     "float16": ([1.5], "float16"),
+    "string": ("a", None),
+    "string_vector": (["ab", "c"], None),
+    "string_matrix": ([["a", "bb"], ["c", "d"]], None),
+    "string_bytes": ([b"x\x00", b"\xff"], None),
+    "string_non_ascii": ("\u00e9", None),
+    "string_empty": ([], "string"),
 }
 
 

@@ -12,7 +12,7 @@ from op_harness import (
 )
 
 UNARY = [((3,),), ((),), ((2, 3),), ((0,),), ((1,),)]
-ROWS = [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),)]
+ROWS = [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),), ((2, 0),), ((0,),)]   # last two: no classes
 
 
 def distribution(rng, shape, dtype):
@@ -24,6 +24,10 @@ def distribution(rng, shape, dtype):
 def class_labels(rng, shapes):
     shape = shapes[0]
     return [rng.integers(0, shape[-1], shape[:-1]).astype(np.int32)]
+
+
+def np_softmax(x, axis=-1):
+    return scipy.special.softmax(x, axis) if x.size else x
 
 
 def np_log_softmax(x, axis=-1):
@@ -46,18 +50,19 @@ TF_XENT_SECOND = {"tf_second_order_skip": ((0, 1),)}
 
 SPECS = [
     OpSpec("relu", lambda tf, x: tf.nn.relu(x), lambda x: np.maximum(x, 0), UNARY, sampler=away_from_zero),
-    OpSpec("softmax", lambda tf, x: tf.nn.softmax(x), scipy.special.softmax and (lambda x: scipy.special.softmax(x, -1)), ROWS),
-    OpSpec("softmax_axis0", lambda tf, x: tf.nn.softmax(x, axis=0), lambda x: scipy.special.softmax(x, 0),
-           [((2, 3),), ((2, 3, 4),)]),
+    OpSpec("softmax", lambda tf, x: tf.nn.softmax(x), np_softmax, ROWS),
+    OpSpec("softmax_axis0", lambda tf, x: tf.nn.softmax(x, axis=0), lambda x: np_softmax(x, 0),
+           [((2, 3),), ((2, 3, 4),), ((0, 3),)]),
     OpSpec("log_softmax", lambda tf, x: tf.nn.log_softmax(x), np_log_softmax, ROWS),
-    OpSpec("log_softmax_axis1", lambda tf, x: tf.nn.log_softmax(x, axis=1), lambda x: np_log_softmax(x, 1), [((2, 3, 4),)]),
+    OpSpec("log_softmax_axis1", lambda tf, x: tf.nn.log_softmax(x, axis=1), lambda x: np_log_softmax(x, 1),
+           [((2, 3, 4),), ((2, 0, 4),)]),
     OpSpec("sparse_softmax_xent",
            lambda tf, x, labels: tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x),
            np_sparse_xent, [((2, 3),), ((3,),), ((2, 3, 4),), ((0, 3),), ((1, 1),)], extra=class_labels),
     OpSpec("softmax_xent",
            lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x),
            np_xent, [((2, 3), (2, 3)), ((3,), (3,)), ((2, 3, 4), (2, 3, 4)), ((0, 3), (0, 3)), ((1, 1), (1, 1)),
-                     ], sampler=(any_real, distribution), **TF_XENT_SECOND),
+                     ((2, 0), (2, 0)), ((0,), (0,))], sampler=(any_real, distribution), **TF_XENT_SECOND),
     # TensorFlow broadcasts labels in the forward pass but cannot differentiate that; compare with explicit broadcast.
     OpSpec("softmax_xent_broadcast_labels",
            lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x),
@@ -66,7 +71,7 @@ SPECS = [
            **TF_XENT_SECOND),
     OpSpec("softmax_xent_axis0",
            lambda tf, x, z: tf.nn.softmax_cross_entropy_with_logits(labels=z, logits=x, axis=0),
-           lambda x, z: np_xent(x, z, 0), [((3, 2), (3, 2)), ((4, 2, 3), (4, 2, 3))],
+           lambda x, z: np_xent(x, z, 0), [((3, 2), (3, 2)), ((4, 2, 3), (4, 2, 3)), ((0, 2), (0, 2))],
            sampler=(any_real, lambda rng, s, d: np.moveaxis(distribution(rng, s[1:] + s[:1], d), -1, 0)),
            **TF_XENT_SECOND),
 ]

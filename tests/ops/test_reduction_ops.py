@@ -177,10 +177,10 @@ SPECS = [
     OpSpec("cumprod_complex", lambda tf, x: tf.math.cumprod(x), _scan_ref(np.cumprod), [((3,),)],
            sampler=complex_of(away_from_zero), check_tf_grad=False),
     OpSpec("cumulative_logsumexp", lambda tf, x: tf.math.cumulative_logsumexp(x),
-           _scan_ref(np.logaddexp.accumulate), [((4,),), ((1,),)]),
+           _scan_ref(np.logaddexp.accumulate), [((4,),), ((1,),), ((0,),), ((0, 3),)]),
     OpSpec("cumulative_logsumexp_exclusive_reverse",
            lambda tf, x: tf.math.cumulative_logsumexp(x, axis=1, exclusive=True, reverse=True)[:, :-1],
-           lambda x: _scan_ref(np.logaddexp.accumulate, 1, True, True, -np.inf)(x)[:, :-1], [((2, 4),)]),
+           lambda x: _scan_ref(np.logaddexp.accumulate, 1, True, True, -np.inf)(x)[:, :-1], [((2, 4),), ((2, 0),)]),
     # -- top_k
     OpSpec("top_k", lambda tf, x: tf.math.top_k(x, k=2), _top_k_ref(2), [((5,),), ((2, 4),), ((2, 3, 2),)],
            sampler=distinct),

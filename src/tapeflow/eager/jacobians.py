@@ -45,14 +45,33 @@ def _one_hot_seeds(rows, cols, dtype, shape):
         yield seed.reshape(shape)
 
 
-def _as_target(target):
-    """A variable is its own target (d v / d v is the identity); anything else becomes a tensor."""
-    return target if isinstance(target, Variable) else convert_to_tensor(target)
+def _as_target(target, method):
+    """A variable is its own target (d v / d v is the identity); a tensor is itself.
+
+    Raises:
+      AttributeError: anything else (TensorFlow reads `target.shape` first).
+    """
+    if isinstance(target, (Tensor, Variable)):
+        return target
+    raise AttributeError(f"'{type(target).__name__}' object has no attribute 'shape': the target of "
+                         f"GradientTape.{method} must be a tf.Tensor or tf.Variable computed under the tape.")
+
+
+def _check_sources(flat_sources):
+    """Each source must be a tensor or variable: TypeError for None and strings (TensorFlow cannot
+    make a dtype of them), AttributeError for other Python and NumPy values (as TensorFlow)."""
+    for s in flat_sources:
+        if isinstance(s, (Tensor, Variable)):
+            continue
+        error = TypeError if s is None or isinstance(s, (str, bytes)) else AttributeError
+        raise error(f"A source of GradientTape.jacobian is a {type(s).__name__} ({s!r}), not a tf.Tensor or "
+                    "tf.Variable; pass the watched tensors or variables to differentiate against.")
 
 
 def jacobian(tape, target, sources, unconnected):
-    target = _as_target(target)
+    target = _as_target(target, "jacobian")
     flat_sources = nest.flatten(sources)
+    _check_sources(flat_sources)
     tshape, tdtype = target._value.shape, target._value.dtype
     n = int(np.prod(tshape, dtype=np.int64))
     # An empty target still takes one (empty) backprop, which tells connected
@@ -65,7 +84,10 @@ def jacobian(tape, target, sources, unconnected):
 
 
 def batch_jacobian(tape, target, source, unconnected):
-    target = _as_target(target)
+    target = _as_target(target, "batch_jacobian")
+    if not isinstance(source, (Tensor, Variable)):
+        raise AttributeError(f"'{type(source).__name__}' object has no attribute 'shape': the source of "
+                             "GradientTape.batch_jacobian must be one tf.Tensor or tf.Variable.")
     tshape, sshape = target._value.shape, source._value.shape
     for what, shape in (("target", tshape), ("source", sshape)):
         if len(shape) < 2:

@@ -10,6 +10,7 @@ Structures (all keyed by tensor id or op id):
   _tensor_usage  tensor id -> how many live uses the tape knows of it
 """
 
+from tapeflow.framework.errors import InternalError
 from tapeflow.ops import gradient_rules
 from tapeflow.ops.gradient_rules import apply_rule
 
@@ -24,7 +25,7 @@ class Tape:
     """The recording half of a GradientTape (tape.h `GradientTape`)."""
 
     __slots__ = ("persistent", "watch_accessed", "_tensor_tape", "_op_tape", "_tensor_usage", "_next_op_id",
-                 "_watched_variables", "__weakref__")
+                 "_watched_variables", "_spent", "__weakref__")
 
     def __init__(self, persistent, watch_accessed):
         self.persistent = persistent
@@ -34,6 +35,7 @@ class Tape:
         self._tensor_usage = {}
         self._next_op_id = 0
         self._watched_variables = {}   # variable id -> variable, in watch order
+        self._spent = False            # a one-shot backprop has begun (Note [one-shot tape release])
 
     def watch(self, tensor_id):
         self._tensor_tape.setdefault(tensor_id, -1)
@@ -99,8 +101,14 @@ class Tape:
 
         Note [one-shot tape release]: a non-persistent tape hands its records
         over to the backprop and forgets them, so each record (and the tensors
-        it saved) is released right after its gradient has run.
+        it saved) is released right after its gradient has run.  If that backprop
+        fails partway, the tape is spent all the same: a second call raises
+        (InternalError, as TensorFlow's) rather than answer from what is left.
         """
+        if self._spent:
+            raise InternalError(None, None, "The gradient tape is spent: an earlier gradient() call on this "
+                                "non-persistent tape failed after consuming its records. Record the computation "
+                                "again, or use persistent=True.")
         tensor_tape = self._tensor_tape
         op_tape = self._op_tape
         sources = set(source_ids)
@@ -113,6 +121,7 @@ class Tape:
         records = [rec for op_id, rec in op_tape.items() if op_id <= last]
         if not self.persistent:      # Note [one-shot tape release]
             op_tape.clear()
+            self._spent = True
         grad_sizes = {}
         pop = grads.pop
         while records:

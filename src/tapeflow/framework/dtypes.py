@@ -44,6 +44,10 @@ class DType:
         return self is bool
 
     @property
+    def is_numeric(self):
+        return self in _NUMERIC
+
+    @property
     def is_numpy_compatible(self):
         return True
 
@@ -57,7 +61,7 @@ class DType:
 
     @property
     def size(self):
-        return self._np.itemsize
+        return 0 if self is string else self._np.itemsize
 
     @property
     def min(self):
@@ -131,17 +135,29 @@ uint32 = DType("uint32", np.uint32)
 uint64 = DType("uint64", np.uint64)
 bool = DType("bool", np.bool_)  # noqa: A001 - TensorFlow's public name
 variant = DType("variant", object)   # TensorArray flows (a Python list of arrays)
+string = DType("string", np.dtypes.StringDType())     # Note [string tensors]
+string.as_numpy_dtype = object       # TensorFlow's: `.numpy()` gives bytes objects
+
+# Note [string tensors]: a string tensor holds bytes, as TensorFlow's do, kept in
+# a NumPy StringDType array whose characters are those bytes decoded as Latin-1
+# (one character per byte, U+0000..U+00FF), so shape ops, comparisons and
+# concatenation work on it unchanged and no numeric kernel accepts it.  A
+# dtype of its own keeps it apart from variant (object) and from the trainable
+# dtypes, so tapes never record it.  `Tensor.numpy()` and `np.asarray` give
+# TensorFlow's object arrays of bytes; `framework/tensor.py` converts both ways
+# (`to_string_array`, `string_array_to_bytes`).
 
 _ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16,
-        int32, int64, uint8, uint16, uint32, uint64, bool, variant)
+        int32, int64, uint8, uint16, uint32, uint64, bool, variant, string)
 _FLOATING = frozenset((float16, bfloat16, float32, float64))
 _COMPLEX = frozenset((complex64, complex128))
 _INTEGER = frozenset((int8, int16, int32, int64, uint8, uint16, uint32, uint64))
+_NUMERIC = _FLOATING | _COMPLEX | _INTEGER
 
 # TensorFlow's DataType enum values (types.proto), accepted by `as_dtype`.
 _ENUM_OF = {"float32": 1, "float64": 2, "int32": 3, "uint8": 4, "int16": 5, "int8": 6, "complex64": 8,
             "int64": 9, "bool": 10, "bfloat16": 14, "uint16": 17, "complex128": 18, "float16": 19,
-            "uint32": 22, "uint64": 23, "variant": 21}
+            "uint32": 22, "uint64": 23, "variant": 21, "string": 7}
 
 # NumPy dtype -> DType, the one lookup the hot path makes.
 _BY_NP = {d._np: d for d in _ALL}
@@ -189,16 +205,29 @@ def as_dtype(type_value):
         return bool
     if type(type_value) is int and type_value in _BY_ENUM:   # a DataType enum value
         return _BY_ENUM[type_value]
-    if type_value is None or type_value is builtins.int or type_value is builtins.complex:
-        # NumPy would read these as float64/int64/complex128; TensorFlow refuses them.
+    if type_value is None or any(type_value is t for t in _REFUSED_TYPES):
+        # NumPy would read these as float64/int64/complex128/text; TensorFlow refuses them.
         raise TypeError(f"Cannot convert the argument `type_value`: {type_value!r} to a tapeflow DType.")
     np_dtype = getattr(type_value, "dtype", None)
     if isinstance(np_dtype, np.dtype) and not isinstance(type_value, type):
         type_value = np_dtype
+    if _is_text(type_value):        # object and text dtypes mean tf.string, as in TensorFlow
+        return string
     try:
         return from_numpy(type_value)
     except TypeError:
         raise TypeError(f"Cannot convert value {type_value!r} to a tapeflow DType.") from None
+
+
+_REFUSED_TYPES = (builtins.int, builtins.complex, builtins.str, builtins.bytes)
+
+
+def _is_text(type_value):
+    try:
+        return np.dtype(type_value).kind in "SUOT"
+    except (TypeError, ValueError):
+        return False
+
 
 for _dtype in _ALL:
     tf_export(_dtype.name, f"dtypes.{_dtype.name}")(_dtype)

@@ -61,6 +61,9 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   grad_reads_outputs  whether the gradient reads the op's outputs (Note [saved outputs]).
 #   accepts_none    output indices whose missing gradient reaches the rule as None
 #                   rather than zeros (tape.h's FunctionsAcceptingNoneForIndicesMap).
+#   accepts_indexed_slices  the rule takes IndexedSlices output gradients as they are;
+#                   other rules get them as dense tensors (Note [sparse gradients] in
+#                   ops/gradient_rules.py).
 #   into            `into(*arrays, out)`: the kernel writing into a given buffer
 #                   (Note [buffer reuse] in graph/executor.py).
 #   fresh_outputs   the kernel always returns new arrays (plans may reuse them).
@@ -75,13 +78,13 @@ class Op:
     __slots__ = ("type", "kernel", "allowed", "same_dtype", "num_outputs", "stateful",
                  "shape_fn", "shape_reads_inputs", "unknown_rank", "value_rule",
                  "grad", "grad_reads_inputs", "grad_reads_outputs", "accepts_none",
-                 "into", "fresh_outputs", "reads_variables_itself", "jvp", "batch_rule",
+                 "accepts_indexed_slices", "into", "fresh_outputs", "reads_variables_itself", "jvp", "batch_rule",
                  "__name__", "__qualname__", "__doc__", "__wrapped__")
 
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
-                 differentiable=True, accepts_none=(), into=None, fresh_outputs=False,
-                 reads_variables_itself=False):
+                 differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
+                 fresh_outputs=False, reads_variables_itself=False):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -99,6 +102,7 @@ class Op:
         # A gradient registered before the op existed (RegisterGradient) may read anything.
         _set_grad(self, _PENDING.pop(type_, None) if differentiable else NOT_DIFFERENTIABLE)
         self.accepts_none = ALL if accepts_none is ALL else frozenset(accepts_none)
+        self.accepts_indexed_slices = accepts_indexed_slices
         self.into = into
         self.fresh_outputs = fresh_outputs
         self.reads_variables_itself = reads_variables_itself
@@ -437,6 +441,8 @@ def record(op_, inputs, outputs, attrs):
 
 
 def _raise_dtype(op_, t):
+    if len(op_.allowed) == 1:      # an input of one fixed type (LogicalNot, the string ops): TF's mismatch error
+        raise_type_mismatch(op_.type, 0, next(iter(op_.allowed)), t._value.dtype)
     names = ", ".join(sorted(_dtypes._BY_NP[d].name for d in op_.allowed))
     if state.graphs:        # graphs check types when an op is built: TypeError, as TF's op builder raises
         raise TypeError(f"Value passed to {op_.type} has DataType {t.dtype.name} not in list of allowed values: "

@@ -67,8 +67,11 @@ class Tensor:
         raise AttributeError("Tensor.name is undefined when eager execution is enabled.")
 
     def numpy(self):
-        """A copy of the value as a NumPy array (or NumPy scalar for rank 0)."""
+        """A copy of the value as a NumPy array (or NumPy scalar for rank 0); for
+        strings, bytes or an object array of bytes (Note [string tensors])."""
         value = self._value
+        if value.dtype.kind == "T":
+            return string_to_bytes(value)
         return value.copy() if isinstance(value, np.ndarray) and value.ndim else value[()]
 
     def ref(self):
@@ -79,6 +82,8 @@ class Tensor:
     # -- Python protocols ----------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self._value)
+        if value.dtype.kind == "T":
+            value = np.asarray(string_to_bytes(value), object)
         return value if dtype is None else value.astype(dtype, copy=False)
 
     def __len__(self):
@@ -118,7 +123,7 @@ class Tensor:
         return f"<tf.Tensor: shape={_shape_str(self._value.shape)}, dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>"
 
     def __str__(self):
-        text = str(np.asarray(self._value))
+        text = str(np.asarray(self))
         if "\n" in text:
             text = "\n" + text
         return f"tf.Tensor({text}, shape={_shape_str(self._value.shape)}, dtype={self.dtype.name})"
@@ -130,6 +135,8 @@ def _shape_str(shape):
 
 def _numpy_repr(value):
     """TensorFlow's `numpy=` text: the array's repr (on a new line when multi-line), a scalar's Python repr."""
+    if value.dtype.kind == "T":
+        value = np.asarray(string_to_bytes(value), object)
     if isinstance(value, np.ndarray) and value.ndim:
         text = repr(value)
         return "\n" + text if "\n" in text else text
@@ -156,60 +163,152 @@ class _Reference:
 
 # -- conversion ------------------------------------------------------------
 
-def _infer_python(value, exact=False):
+# Note [Python integers]: TensorFlow converts Python values straight to the
+# dtypes of `_DIRECT`; to any other dtype it converts them as with no dtype and
+# then casts, so `tf.constant(300, tf.uint8)` wraps to 44 (a cast, not a range
+# check) while `tf.constant(True, tf.uint8)` and `tf.constant(1.5, tf.int8)`
+# raise TypeError (no such cast).  Integers wrap to the width of an integer
+# dtype; one beyond int64 (uint64 for a uint64 tensor) raises ValueError.
+_DIRECT = frozenset(np.dtype(d) for d in (np.int32, np.int64, np.uint64, np.float16, np.float32, np.float64,
+                                          np.complex128))
+
+
+def _infer_python(value, direct=None):
     """NumPy array for a Python scalar/list with TensorFlow's dtype inference.
 
-    `exact`: a dtype was requested, so keep full precision (no float32/int32 narrowing).
+    `direct`: a NumPy dtype of `_DIRECT` that was requested: numbers keep full
+    precision (no float32/int32 narrowing) for the cast to it.
     """
     arr = np.asarray(value)
     kind = arr.dtype.kind
-    if exact and kind in "fiu":
-        return arr
-    if kind == "f" and arr.dtype == np.float64 and not _holds_numpy_float64(value):
+    if kind in "SUO" and _has_text(value):
+        return _python_strings(value, arr.shape)
+    first = _first_leaf(value)
+    if direct is not None:
+        if kind == "O" and direct.kind in "fc" and all(type(v) is int for v in _leaves(value)):
+            try:                    # integers beyond 64 bits, as floats
+                return np.asarray(value, direct)
+            except OverflowError:
+                _out_of_range(value)
+        if kind in "fibc" or kind == "u" and direct.kind in "ufc":
+            return arr
+    elif type(first) is bool and kind in "iufc":
+        raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+    if kind == "f" and arr.dtype == np.float64 and not isinstance(first, np.float64):
         return arr.astype(np.float32)
-    if kind in "iu" and arr.dtype.itemsize == 8 and not _holds_numpy_int64(value):
+    if kind == "u" and type(first) is int:
+        _out_of_range(value)       # a Python int >= 2**63 needs a uint64 tensor
+    if kind in "iu" and arr.dtype.itemsize == 8 and not isinstance(first, np.int64):
         if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
             return arr.astype(np.int32)
         return arr.astype(np.int64)
     if kind == "O":   # None, mixed types, integers beyond 64 bits
+        if type(first) is int:
+            _out_of_range(value)
         raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type to a Tensor.")
     if kind in "USV" and arr.dtype not in dtypes._BY_NP:
         raise TypeError(f"Failed to convert {type(value).__name__} {value!r} to a Tensor: unsupported element type {arr.dtype}.")
     return arr
 
 
-def _holds_numpy_float64(value):
-    return isinstance(value, np.float64) or (
-        isinstance(value, (list, tuple)) and value and _holds_numpy_float64(value[0]))
+def _out_of_range(value):
+    raise ValueError(f"Can't convert Python sequence with out-of-range integer to Tensor: {value!r}.")
 
 
-def _holds_numpy_int64(value):
-    return isinstance(value, np.int64) or (
-        isinstance(value, (list, tuple)) and value and _holds_numpy_int64(value[0]))
+def _first_leaf(value):
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return value
 
 
 def _convert_python(value, dtype):
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
-        arr = np.array(value)
-        if dtype is not None and arr.dtype != dtype._np:
-            if arr.dtype.kind == "c" and dtype._np.kind != "c":
-                raise TypeError(f"Cannot convert a complex array to {dtype.name}.")
-            arr = arr.astype(dtype._np)
-        return arr
+        return _convert_numpy(value, dtype)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
         return None  # packed by the caller with the Pack op
-    arr = _infer_python(value, exact=dtype is not None)
+    direct = dtype._np if dtype is not None and dtype._np in _DIRECT else None
+    arr = _infer_python(value, direct)
     if dtype is not None and arr.dtype != dtype._np:
         src, dst = arr.dtype.kind, dtype._np.kind
-        lossy = (src == "f" and dst in "iub") or (src == "c" and dst != "c") or (src in "iu" and dst == "b")
+        lossy = (src == "f" and dst in "iub") or (src == "c" and dst != "c") or (src in "iu" and dst == "b") or (
+            src == "b" and direct is None) or "T" in (src, dst) and arr.size      # Note [Python integers]
         if lossy:
             raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
-        if src in "iu" and dst in "iu":
-            info = np.iinfo(dtype._np)
-            if arr.size and (arr.min() < info.min or arr.max() > info.max):
-                raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}: out of range.")
         arr = arr.astype(dtype._np)
     return arr
+
+
+def _convert_numpy(value, dtype):
+    arr = np.array(value)
+    if arr.dtype.kind in "SUOT":
+        if dtype is not None and dtype is not dtypes.string and arr.dtype.kind in "SU":
+            return arr.astype(dtype._np)          # numbers written as text are parsed
+        arr = _numpy_strings(arr)
+    if dtype is not None and arr.dtype != dtype._np:
+        src, dst = arr.dtype.kind, dtype._np.kind
+        if dst == "T":
+            raise ValueError(f"Failed to convert a NumPy array to a Tensor (Unsupported object type "
+                             f"{type(arr.reshape(-1)[:1].tolist()[0]).__name__ if arr.size else arr.dtype}).")
+        if src == "T":
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
+        if src == "c" and dst != "c":
+            raise TypeError(f"Cannot convert a complex array to {dtype.name}.")
+        arr = arr.astype(dtype._np)
+    return arr
+
+
+# -- strings (Note [string tensors] in framework/dtypes.py) ------------------------
+
+_STRING = dtypes.string._np
+
+
+def _has_text(value):
+    return isinstance(value, (str, bytes)) or isinstance(value, (list, tuple)) and any(_has_text(v) for v in value)
+
+
+def _leaves(value):
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _latin1(item):
+    """One element's bytes as Latin-1 text (a str stands for its UTF-8 bytes); None if not text."""
+    if isinstance(item, bytes):
+        return item.decode("latin-1")
+    if isinstance(item, str):
+        return item.encode("utf-8").decode("latin-1")
+    return None
+
+
+def _python_strings(value, shape):
+    items = [_latin1(v) for v in _leaves(value)]
+    if None in items:
+        raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+    return np.array(items, dtype=_STRING).reshape(shape)
+
+
+def _numpy_strings(arr):
+    if arr.dtype.kind == "T":     # a StringDType array of the user's: text, written as UTF-8
+        arr = arr.astype(object)
+    flat = arr.reshape(-1).tolist()
+    items = [_latin1(v) for v in flat]
+    if None in items:
+        bad = flat[items.index(None)]
+        raise ValueError(f"Failed to convert a NumPy array to a Tensor (Unsupported object type {type(bad).__name__}).")
+    return np.array(items, dtype=_STRING).reshape(arr.shape)
+
+
+def string_to_bytes(value):
+    """A string tensor's value as TensorFlow's `.numpy()` gives it: bytes at rank 0, else an
+    object array of bytes."""
+    out = np.array([v.encode("latin-1") for v in value.reshape(-1).tolist()], dtype=object)
+    return out.reshape(value.shape) if value.ndim else out[0]
+
+
+def bytes_to_string(items, shape=()):
+    """A string tensor's value from a list of bytes (`shape`: their shape)."""
+    return np.array([b.decode("latin-1") for b in items], dtype=_STRING).reshape(shape)
 
 
 def _contains_tensor(value):
@@ -260,7 +359,7 @@ def _convert_slow(value, dtype, dtype_hint):
             try:   # fast path: a Python number in an operator with a tensor
                 return _in_graph(Tensor(np.asarray(value, dtype._np)))
             except OverflowError:
-                raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}") from None
+                pass        # wrapped or refused below (Note [Python integers])
     convert = getattr(value, "_as_tensor", None)
     if convert is not None:  # Variable, IndexedSlices, symbolic values
         return convert(dtype)

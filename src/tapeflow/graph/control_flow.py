@@ -78,7 +78,8 @@ def _add(a, b):
 
 # -- cond ------------------------------------------------------------------------------
 
-@op("If", same_dtype=False, num_outputs=-1, stateful=True, accepts_none=ALL, reads_variables_itself=True)
+@op("If", same_dtype=False, num_outputs=-1, stateful=True, accepts_none=ALL, reads_variables_itself=True,
+    accepts_indexed_slices=True)
 def _if(pred, *args, then_f, else_f, then_caps, else_caps, n_caps):
     f, positions = (then_f, then_caps) if bool(pred) else (else_f, else_caps)
     captured = args[:n_caps]

@@ -14,7 +14,7 @@ The tensor constructors live in `constructor_ops`, joins, splits and pads in
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.context import state
+from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
@@ -29,7 +29,7 @@ from tapeflow.ops.grad_util import reshape_like, unbroadcast
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
 from tapeflow.ops.constructor_ops import (  # noqa: F401  (re-exported)
-    _int_list, eye, fill, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
+    _check_int_entries, _int_input, _int_list, eye, fill, int_input_error, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
 )
 
 
@@ -45,29 +45,25 @@ def _shape_str(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-def _shape_error(op_type, message):
-    """A check of known shapes failing: ValueError while a graph is built (TensorFlow's shape
-    functions), InvalidArgumentError eagerly (its kernels)."""
-    if state.graphs:
-        return ValueError(f"{message} [Op:{op_type}]")
-    return InvalidArgumentError(None, op_type, f"{message} [Op:{op_type}]")
+_shape_error = shape_fns.shape_error      # Note [build-time shape errors] in ops/shape_fns.py
 
 
 def _axis_attr(axis, rank_, op_type, what="axis"):
-    """An int axis in [-rank, rank) made non-negative; InvalidArgumentError otherwise."""
+    """An int axis in [-rank, rank) made non-negative; InvalidArgumentError otherwise (ValueError
+    while a graph is built: Note [build-time shape errors] in ops/shape_fns.py)."""
     if isinstance(axis, Tensor):
         axis = axis._value
     axis = int(axis)
     if not -rank_ <= axis < rank_:
-        raise InvalidArgumentError(
-            None, op_type, f"Expected {what} in the range [{-rank_}, {rank_}), but got {axis} [Op:{op_type}]")
+        raise _shape_error(op_type, f"Expected {what} in the range [{-rank_}, {rank_}), but got {axis}")
     return axis % rank_
 
 
 # -- identity and stop_gradient -------------------------------------------------
 
 # Note [unknown rank] in framework/symbolic.py: the identities take inputs of unknown rank.
-@op("Identity", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, value_rule=identity_value)
+@op("Identity", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, value_rule=identity_value,
+    accepts_indexed_slices=True)
 def _identity(x):
     return x
 
@@ -83,7 +79,8 @@ def identity(input, name=None):  # noqa: A002
     return execute(_identity, (convert_to_tensor(input),), {})
 
 
-@op("IdentityN", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True)
+@op("IdentityN", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True,
+    accepts_indexed_slices=True)
 def _identity_n(*xs):
     return xs
 
@@ -108,8 +105,17 @@ def _stop_gradient(x):
 
 @tf_export("stop_gradient")
 def stop_gradient(input, name=None):  # noqa: A002
-    """The identity whose gradient is None: the input is treated as a constant."""
-    return execute(_stop_gradient, (convert_to_tensor(input),), {})
+    """The identity whose gradient is None: the input is treated as a constant.
+
+    No tape records it (as TensorFlow's tape skips StopGradient), so a tape does not
+    trace its output either: gradients with respect to it, and to tensors computed
+    only from it, are None unless it is watched.
+    """
+    x = convert_to_tensor(input)
+    if state.tapes:
+        with tapes_paused():
+            return execute(_stop_gradient, (x,), {})
+    return execute(_stop_gradient, (x,), {})
 
 
 # -- reshapes ------------------------------------------------------------------
@@ -227,9 +233,10 @@ def reshape(tensor, shape, name=None):
     x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
     if type(shape) is tuple and not state.graphs:
         return execute(_reshape, (x,), {"shape": shape})
-    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_list)
+    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape"))
     if isinstance(new_shape, Tensor):
         return execute(_reshape, (x, new_shape), {})
+    shape_fns.check_rank(len(new_shape), "Reshape")
     return execute(_reshape, (x,), {"shape": new_shape})
 
 
@@ -272,8 +279,7 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     rank_ = known_rank(x, "Squeeze") if axes else x._value.ndim
     for a in axes:
         if not -rank_ <= a < rank_:
-            raise InvalidArgumentError(
-                None, "Squeeze", f"Tried to squeeze dim index {a} for tensor with {rank_} dimensions. [Op:Squeeze]")
+            raise _shape_error("Squeeze", f"Tried to squeeze dim index {a} for tensor with {rank_} dimensions.")
     return execute(_squeeze, (x,), {"squeeze_dims": tuple(sorted({a % rank_ for a in axes}))})
 
 
@@ -313,12 +319,12 @@ def expand_dims(input, axis, name=None):  # noqa: A002
         raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a Tensor.")
     axes = _int_list(axis, "axis")
     if len(axes) != 1:
-        raise InvalidArgumentError(None, "ExpandDims", "'dim' must be a tensor with a single value [Op:ExpandDims]")
+        raise _shape_error("ExpandDims", "'dim' must be a tensor with a single value")
     rank_ = known_rank(x, "ExpandDims")
+    shape_fns.check_rank(rank_ + 1, "ExpandDims")
     a = axes[0]
     if not -rank_ - 1 <= a <= rank_:
-        raise InvalidArgumentError(
-            None, "ExpandDims", f"Tried to expand dim index {a} for tensor with {rank_} dimensions. [Op:ExpandDims]")
+        raise _shape_error("ExpandDims", f"Tried to expand dim index {a} for tensor with {rank_} dimensions.")
     return execute(_expand_dims, (x,), {"dim": a % (rank_ + 1)})
 
 
@@ -365,9 +371,10 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
       ValueError: in graphs, sizes known while building that are not compatible.
     """
     x = convert_to_tensor(input)
-    dims = shape_tensors.ints_or_tensor(shape, "shape", "BroadcastTo", _int_list)
+    dims = shape_tensors.ints_or_tensor(shape, "shape", "BroadcastTo", _int_input("BroadcastTo"))
     if isinstance(dims, Tensor):
         return execute(_broadcast_to, (x, dims), {})
+    shape_fns.check_rank(len(dims), "BroadcastTo")
     return execute(_broadcast_to, (x,), {"shape": dims})
 
 
@@ -399,13 +406,13 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     """
     x = convert_to_tensor(a)
     rank_ = known_rank(x, "Transpose")
-    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm")
+    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
     if len(perm) != rank_:
-        raise InvalidArgumentError(None, "Transpose", f"transpose expects a vector of size {rank_}. But input(1) is "
-                                   f"a vector of size {len(perm)} [Op:Transpose]")
+        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
+                                        f"size {len(perm)}")
     for p in perm:
         if not -rank_ <= p < rank_:
-            raise InvalidArgumentError(None, "Transpose", f"{p} is out of range [0 .. {rank_}) [Op:Transpose]")
+            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
     perm = tuple(p % rank_ for p in perm)
     missing = sorted(set(range(rank_)) - set(perm))
     if missing:
@@ -467,7 +474,7 @@ def tile(input, multiples, name=None):  # noqa: A002
       ValueError: in graphs, a `multiples` tensor not of length rank.
     """
     x = convert_to_tensor(input)
-    reps = shape_tensors.ints_or_tensor(multiples, "multiples", "Tile", _int_list)
+    reps = shape_tensors.ints_or_tensor(multiples, "multiples", "Tile", _int_input("Tile"))
     if isinstance(reps, Tensor):
         return execute(_tile, (x, reps), {})
     if len(reps) != known_rank(x, "Tile"):
@@ -497,17 +504,17 @@ def reverse(tensor, axis, name=None):
       InvalidArgumentError: an axis out of range or repeated, or `axis` not 1-D.
     """
     x = convert_to_tensor(tensor)
+    _check_int_entries(axis, "axis", "ReverseV2")
     axes = np.asarray(axis._value if isinstance(axis, Tensor) else axis)
     if axes.ndim != 1:
-        raise InvalidArgumentError(None, "ReverseV2", f"'dims' must be 1-dimension, not {axes.ndim} [Op:ReverseV2]")
+        raise _shape_error("ReverseV2", f"'dims' must be 1-dimension, not {axes.ndim}")
     rank_ = known_rank(x, "ReverseV2")
     seen = []
     for i, a in enumerate(axes.astype(np.int64).tolist()):
         if not -rank_ <= a < rank_:
-            raise InvalidArgumentError(None, "ReverseV2", f"'axis'[{i}] = {a} is out of valid range [0, {rank_ - 1} "
-                                       "[Op:ReverseV2]")
+            raise _shape_error("ReverseV2", f"'axis'[{i}] = {a} is out of valid range [0, {rank_ - 1}")
         if a % rank_ in seen:
-            raise InvalidArgumentError(None, "ReverseV2", f"axis {a % rank_} specified more than once. [Op:ReverseV2]")
+            raise _shape_error("ReverseV2", f"axis {a % rank_} specified more than once.")
         seen.append(a % rank_)
     return execute(_reverse, (x,), {"axis": tuple(sorted(seen))})
 

@@ -13,6 +13,7 @@ import builtins
 import numpy as np
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
@@ -21,34 +22,91 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.constant_value import constant_value, shape_value, size_value
 from tapeflow.framework.symbolic import Meta, known_rank
-from tapeflow.ops import shape_tensors
+from tapeflow.ops import shape_fns, shape_tensors
 from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops import slicing_ops
 
 
-def _int_list(value, what):
-    """A shape-like argument (int, list, TensorShape or int tensor) as a tuple of ints."""
+def _int_list(value, what, input_of=None):
+    """A shape-like argument (int, list, TensorShape or int tensor) as a tuple of ints.
+
+    `input_of` names the op when TensorFlow takes the argument as an int32/int64
+    tensor input (Reshape's shape, Tile's multiples): float or string entries then
+    fail its dtype check (InvalidArgumentError eagerly, TypeError in graphs) instead
+    of being truncated.  An int list attr (Squeeze's axis) takes floats, as in TF.
+
+    Raises:
+      ValueError: `value` is or holds None (TensorFlow cannot convert it).
+    """
     if isinstance(value, TensorShape):
         value = value.as_list()
+    if input_of is not None:
+        _check_int_entries(value, what, input_of)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value):
+            raise shape_fns.shape_error(input_of, f"`{what}` must be 1-D, got {value!r}")
     if isinstance(value, Tensor):
         value = np.asarray(value._value).tolist()
     if isinstance(value, (int, np.integer)):
         return (int(value),)
     if isinstance(value, np.ndarray):
         value = value.tolist()
+    if value is None or (isinstance(value, (list, tuple)) and any(v is None for v in value)):
+        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
+                         f"Tensor (argument `{what}`).")
     try:
         return tuple(int(v) for v in value)
     except TypeError:
         raise TypeError(f"{what} must be a list of integers, got {value!r}") from None
 
 
+def _non_integer_kind(value):
+    """The TF dtype name a non-integer size argument converts to ('float', 'string', ...); None for integers."""
+    if isinstance(value, Tensor):
+        dtype = value._value.dtype
+        return None if dtype.kind in "iu" else dtypes.as_dtype(dtype).name
+    if isinstance(value, np.ndarray):           # NumPy floats are truncated, as TensorFlow does
+        return "string" if value.dtype.kind in "SU" else None
+    if isinstance(value, (list, tuple)):
+        kinds = [_non_integer_kind(v) for v in value]
+        return next((k for k in kinds if k is not None), None)
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    if isinstance(value, (str, bytes)):
+        return "string"
+    return None
+
+
+def _check_int_entries(value, what, op_type):
+    """Raises TF's dtype check of an int32/int64 tensor input `what` of `op_type` given non-integers."""
+    kind = _non_integer_kind(value)
+    if kind is not None and kind != "bool":
+        raise int_input_error(kind, what, op_type)
+
+
+def int_input_error(kind, what, op_type):
+    """The exception for an int32/int64 tensor input `what` of `op_type` given a `kind` tensor
+    ('float'): InvalidArgumentError eagerly (TF's kernel lookup), TypeError in graphs (its op builder)."""
+    message = f"Value for attr of {kind} is not in the list of allowed values: int32, int64 (argument `{what}`)"
+    if state.graphs:
+        return TypeError(f"{message} of {op_type}")
+    return InvalidArgumentError(None, op_type, f"{message} [Op:{op_type}]")
+
+
+def _int_input(op_type):
+    """`_int_list` for an int tensor input of `op_type` (for `shape_tensors.ints_or_tensor`)."""
+    return lambda value, what: _int_list(value, what, op_type)
+
+
 def _dims(shape, op_type="Fill"):
     """A shape argument of a constructor; negative sizes are InvalidArgumentError like TF's Fill."""
     if isinstance(shape, (list, tuple)) and any(d is None for d in shape):
         raise ValueError(f"Cannot make a tensor of the partly unknown shape {list(shape)}; give every dimension.")
+    if not state.graphs and isinstance(shape, (list, tuple)) and _non_integer_kind(shape) == "float":
+        raise TypeError(f"Cannot convert {list(shape)!r} to EagerTensor of dtype int32")   # TF's eager conversion
     dims = _int_list(shape, "shape")
+    shape_fns.check_rank(len(dims), op_type)
     for d in dims:
         if d < 0:
             raise InvalidArgumentError(None, op_type, f"Dimension {d} must be >= 0 [Op:{op_type}]")
@@ -134,6 +192,7 @@ def fill(dims, value, name=None):
     >>> tf.fill([2], 3).numpy()
     array([3, 3], dtype=int32)
     """
+    _check_int_entries(dims, "dims", "Fill")
     value = convert_to_tensor(value)
     if value._value.ndim:
         raise InvalidArgumentError(None, "Fill", f"value must be a scalar, got shape {list(value._value.shape)} "

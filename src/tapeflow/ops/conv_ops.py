@@ -152,11 +152,18 @@ def _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
 # also the window size.
 
 def _windowed_size(size, k, stride, dilation, padding):
+    """One output size; a VALID or explicit window larger than the (padded) input is a ValueError
+    (TF's GetWindowedOutputSize; eagerly the kernels give an empty output instead)."""
     if size is None or (padding != "SAME" and k is None):
         return None
     if padding == "SAME":
         return -(-size // stride)
-    return _out_and_pads(size, k, stride, dilation, padding, "")[0]     # ValueError when negative
+    eff = (k - 1) * dilation + 1
+    padded = size + (sum(padding) if isinstance(padding, tuple) else 0)
+    if padded < eff:
+        raise ValueError(f"Negative dimension size caused by subtracting {eff} from {padded}: the window does "
+                         "not fit in the input; use padding='SAME' or a smaller window.")
+    return _out_and_pads(size, k, stride, dilation, padding, "")[0]
 
 
 def _windowed_sizes(in_sizes, ks, strides, dilations, padding):

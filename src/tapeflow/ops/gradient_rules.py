@@ -13,6 +13,14 @@ dtype (integer indices, say), which stay None.  That is gradients_util's
 policy; the tape follows it too, so both engines hand a rule the same
 arguments.
 
+Note [sparse gradients]: an output gradient may be an IndexedSlices (the
+gradient of an axis-0 gather, or of a variable's sparse read).  Only the ops
+declared `accepts_indexed_slices` (identities, reads, casts, function calls and
+control flow, which pass it on) get it as it is; every other rule gets it summed
+into a dense tensor, as TensorFlow's rules convert it when they first use it.
+So a gather after any op works, and the IndexedSlices-or-dense kind of each
+gradient is TensorFlow's.
+
 Note [no kernels at trace]: tracing a function runs no kernel on its data path.
 An op whose inputs are all eager constants runs at once (constant folding), so a
 gradient seed made as an eager constant (the ones of `tape.gradient`) would have
@@ -153,6 +161,12 @@ def apply_rule(op, out_grads):
         raise missing_gradient_error(op)
     if len(out_grads) > 1:
         fill_missing(op, out_grads)
+        if not op.op.accepts_indexed_slices:
+            for i, g in enumerate(out_grads):
+                if type(g) is IndexedSlices:
+                    out_grads[i] = convert_to_tensor(g)
+    elif type(out_grads[0]) is IndexedSlices and not op.op.accepts_indexed_slices:
+        out_grads[0] = convert_to_tensor(out_grads[0])     # Note [sparse gradients]
     in_grads = grad_fn(op, *out_grads)
     if type(in_grads) is not list and type(in_grads) is not tuple:
         in_grads = (in_grads,)

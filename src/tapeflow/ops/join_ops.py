@@ -22,10 +22,12 @@ from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tenso
 from tapeflow.ops import shape_tensors
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
 from tapeflow.ops.constant_value import concat_value, constant_value, pack_value, unpack_value
-from tapeflow.ops.constructor_ops import _int_list
+from tapeflow.ops.constructor_ops import _check_int_entries, _int_input
 from tapeflow.ops.grad_util import shape_tensor
+from tapeflow.ops import shape_fns
 from tapeflow.ops.shape_fns import merge_shapes
-from tapeflow.ops import slicing_ops
+from tapeflow.ops import array_ops, math_ops, scatter_ops, slicing_ops
+from tapeflow.framework.indexed_slices import IndexedSlices
 
 
 def _pack_shape(*xs, axis):
@@ -60,9 +62,15 @@ def stack(values, axis=0, name="stack"):
     if not values:
         return Tensor(np.zeros(0, np.float32))
     if axis == 0 and not _contains_tensor(values):
-        return convert_to_tensor(values)                # plain values: one dtype for the whole list
+        try:
+            return convert_to_tensor(values)            # plain values: one dtype for the whole list
+        except ValueError:
+            if any(v is None for v in values):
+                raise
+            # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
     xs = convert_inputs(values)
     rank_ = known_rank(xs[0], "Pack")
+    shape_fns.check_rank(rank_ + 1, "Pack")
     if not -rank_ - 1 <= axis <= rank_:
         raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
     return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
@@ -106,8 +114,8 @@ def unstack(value, num=None, axis=0, name="unstack"):
             raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
         n = num
     if num is not None and num != n:
-        raise InvalidArgumentError(None, "Unpack", f"Input shape axis {axis} must equal {num}, got shape "
-                                   f"{_shape_str(x._value.shape)} [Op:Unpack]")
+        raise _shape_error("Unpack", f"Input shape axis {axis} must equal {num}, got shape "
+                                     f"{_shape_str(x._value.shape)}")
     if n == 0:
         return []
     return list(execute(_unpack, (x,), {"num": n, "axis": axis}))
@@ -127,7 +135,7 @@ def _concat_shape(*xs, axis):
     return [Meta(rest[:axis] + (total,) + rest[axis:], xs[0].dtype)]
 
 
-@op("ConcatV2", shape=_concat_shape, value_rule=concat_value)
+@op("ConcatV2", shape=_concat_shape, value_rule=concat_value, accepts_indexed_slices=True)
 def _concat(*xs, axis):
     first = xs[0].shape
     for i, x in enumerate(xs[1:], 1):
@@ -146,8 +154,26 @@ def _concat_grad(op, dy):
     axis = op.get_attr("axis")                          # each input gets its slice of dy
     sizes = [t._value.shape[axis] for t in op.inputs]
     if None not in sizes:
+        if type(dy) is IndexedSlices:
+            return _concat_grad_sparse(dy, op.inputs, sizes, axis)
         return _split_op(_dense(dy), sizes, axis)
     return _concat_grad_slices(_dense(dy), op.inputs, axis)
+
+
+def _concat_grad_sparse(dy, xs, sizes, axis):
+    """IndexedSlices for each input, as TensorFlow's: along axis 0 the rows of dy falling in
+    the input's block (indices shifted to it), along another axis dy's values split there."""
+    if axis:
+        pieces = _split_op(dy.values, sizes, axis)
+        return [IndexedSlices(v, dy.indices, shape_tensor(x)) for v, x in zip(pieces, xs, strict=True)]
+    grads, start = [], 0
+    for x, n in zip(xs, sizes, strict=True):
+        inside = math_ops.logical_and(math_ops.greater_equal(dy.indices, start), math_ops.less(dy.indices, start + n))
+        rows = array_ops.reshape(math_ops.where(inside), [-1])
+        indices = scatter_ops.gather(dy.indices, rows) - math_ops.cast(start, dy.indices.dtype)
+        grads.append(IndexedSlices(scatter_ops.gather(dy.values, rows), indices, shape_tensor(x)))
+        start += n
+    return grads
 
 
 def _concat_grad_slices(dy, xs, axis):
@@ -171,18 +197,31 @@ def concat(values, axis, name="concat"):
     """
     xs = convert_inputs(values if isinstance(values, (list, tuple)) else [values])
     if not xs:
-        raise ValueError("concat needs at least one tensor in `values`.")
+        raise _shape_error("ConcatV2", "concat needs at least one tensor in `values`")
     if len(xs) == 1:
         return identity(xs[0])
     rank_ = known_rank(xs[0], "ConcatV2")
     if rank_ == 0:
-        raise InvalidArgumentError(None, "ConcatV2", "ConcatOp : Can't concatenate scalars (use tf.stack instead) "
-                                   "[Op:ConcatV2]")
-    axis = int(axis._value if isinstance(axis, Tensor) else axis)
+        raise _shape_error("ConcatV2", "ConcatOp : Can't concatenate scalars (use tf.stack instead)")
+    axis = _concat_axis(axis)
     if not -rank_ <= axis < rank_:
-        raise InvalidArgumentError(None, "ConcatV2", f"ConcatOp : Expected concatenating dimensions in the range "
-                                   f"[{-rank_}, {rank_}), but got {axis} [Op:ConcatV2]")
+        raise _shape_error("ConcatV2", f"ConcatOp : Expected concatenating dimensions in the range "
+                                       f"[{-rank_}, {rank_}), but got {axis}")
     return execute(_concat, xs, {"axis": axis % rank_})
+
+
+def _concat_axis(axis):
+    """concat's `axis` as an int, its conversion errors as TensorFlow's."""
+    if axis is None:
+        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
+                         "Tensor (argument `axis` of concat).")
+    if isinstance(axis, (float, np.floating)):
+        raise TypeError(f"Cannot convert {axis!r} to EagerTensor of dtype int32")
+    _check_int_entries(axis, "axis", "ConcatV2")
+    value = np.asarray(axis._value if isinstance(axis, Tensor) else axis)
+    if value.size != 1:
+        raise _shape_error("ConcatV2", f"axis of concat must be a scalar, got shape {list(value.shape)}")
+    return int(value.reshape(()))
 
 
 def _split_kernel(x, sizes, axis):
@@ -283,19 +322,18 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         splits = int(known)
     if isinstance(splits, (int, np.integer)):
         if splits < 1:
-            raise InvalidArgumentError(None, "Split", f"Value for attr 'num_split' of {int(splits)} must be at "
-                                       "least minimum 1 [Op:Split]")
+            raise _shape_error("Split", f"Value for attr 'num_split' of {int(splits)} must be at least minimum 1")
         if not -rank_ <= int(axis) < rank_:
-            raise InvalidArgumentError(None, "Split", f"-input rank(-{rank_}) <= split_dim < input rank ({rank_}), "
-                                       f"but got {int(axis)} [Op:Split]")
+            raise _shape_error("Split", f"-input rank(-{rank_}) <= split_dim < input rank ({rank_}), "
+                                        f"but got {int(axis)}")
         return list(execute(_split_even, (x,), {"num_split": int(splits), "axis": int(axis) % rank_}))
-    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_list)
+    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV"))
     if isinstance(sizes, Tensor):
         return _split_dynamic(x, sizes, axis, num)
     sizes = list(sizes)
     if num is not None and num != len(sizes):
-        raise InvalidArgumentError(None, "SplitV", f"size of the split_tensor must be 1-D and have the same elements "
-                                   f"as outputs got 1 -D and {len(sizes)} elements [Op:SplitV]")
+        raise _shape_error("SplitV", f"size of the split_tensor must be 1-D and have the same elements "
+                                     f"as outputs got 1 -D and {len(sizes)} elements")
     if not sizes:
         raise InvalidArgumentError(None, "SplitV", "num_or_size_splits must name at least one size [Op:SplitV]")
     axis = _axis_attr(axis, rank_, "SplitV", "split_dim")
@@ -316,8 +354,8 @@ def _split_dynamic(x, sizes, axis, num):
         raise ValueError(f"Cannot infer argument `num` from shape {sizes.shape}: the sizes of tf.split must be "
                          "a 1-D tensor of known length.")
     if num is not None and num != count:
-        raise InvalidArgumentError(None, "SplitV", f"size of the split_tensor must be 1-D and have the same "
-                                   f"elements as outputs got 1 -D and {count} elements [Op:SplitV]")
+        raise _shape_error("SplitV", f"size of the split_tensor must be 1-D and have the same "
+                                     f"elements as outputs got 1 -D and {count} elements")
     axis = _axis_attr(axis, x._value.ndim, "SplitV", "split_dim")
     return list(execute(_split, (x, sizes), {"axis": axis}))
 
@@ -450,6 +488,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                          f"Received `mode` = {mode}")
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
     known_rank(x, op_type)
+    _check_int_entries(paddings, "paddings", op_type)
     if state.graphs:
         known = shape_tensors.sizes_or_tensor(paddings, "paddings", op_type)
         if isinstance(known, Tensor):
@@ -458,12 +497,13 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     pads = np.asarray(paddings._value if isinstance(paddings, Tensor) else paddings)
     shape = x._value.shape
     if pads.ndim != 2 or pads.shape[1] != 2:
-        raise InvalidArgumentError(None, op_type, f"paddings must be a matrix with 2 columns: "
-                                   f"{_shape_str(pads.shape)} [Op:{op_type}]")
+        raise _shape_error(op_type, f"paddings must be a matrix with 2 columns: {_shape_str(pads.shape)}")
     if pads.shape[0] != len(shape):
-        raise InvalidArgumentError(None, op_type, f"The first dimension of paddings must be the rank of inputs"
-                                   f"{_shape_str(pads.shape)} {_shape_str(shape)} [Op:{op_type}]")
+        raise _shape_error(op_type, f"The first dimension of paddings must be the rank of inputs"
+                                    f"{_shape_str(pads.shape)} {_shape_str(shape)}")
     pads = tuple((int(b), int(a)) for b, a in pads.tolist())
+    if any(b < 0 or a < 0 for b, a in pads):        # TF's shape function checks signs, its kernel the sizes
+        raise _shape_error(op_type, _pads_error(pads, shape, mode))
     error = _pads_error(pads, shape, mode)
     if error:
         raise InvalidArgumentError(None, op_type, f"{error} [Op:{op_type}]")

@@ -25,8 +25,9 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, execute, op
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, execute, op, raise_type_mismatch
 from tapeflow.ops.constant_value import cast_value
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import shape_fns
@@ -421,17 +422,23 @@ def add_n(inputs, name=None):
       ValueError: `inputs` is empty or not a list of tensors.
       InvalidArgumentError: shapes or dtypes differ.
     """
+    if isinstance(inputs, Tensor):             # a tensor is a list of its rows (eagerly; not in graphs)
+        if getattr(inputs, "_is_symbolic", False):
+            raise TypeError("Iterating over a symbolic tf.Tensor is not allowed: add_n needs a list of tensors.")
+        inputs = list(inputs)
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise ValueError("Inputs must be an iterable of at least one Tensor/IndexedSlices with the same dtype and shape.")
     tensors = [convert_to_tensor(t) if isinstance(t, IndexedSlices) else t for t in inputs]
     if len(tensors) == 1:
         return convert_to_tensor(tensors[0])
     ts = [convert_to_tensor(t) for t in tensors]
-    shape = ts[0]._value.shape
+    shape, dtype = ts[0]._value.shape, ts[0]._value.dtype
     for i, t in enumerate(ts[1:], 1):
+        if t._value.dtype != dtype:                      # types first, as TF's op builder checks them
+            raise_type_mismatch("AddN", i, dtype, t._value.dtype)
         if t._value.shape != shape and not shape_fns.compatible(t._value.shape, shape):
-            raise InvalidArgumentError(None, "AddN", f"Inputs to operation AddN of type AddN must have the same size and "
-                                       f"shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)} [Op:AddN]")
+            raise shape_fns.shape_error("AddN", f"Inputs to operation AddN of type AddN must have the same size "
+                                        f"and shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)}")
     return execute(_add_n, ts, {})
 
 
@@ -552,7 +559,7 @@ def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
 
 # -- casts and comparisons ----------------------------------------------------
 
-@unary_op("Cast", same_dtype=False, shape=shape_fns.cast_shape, value_rule=cast_value)
+@unary_op("Cast", same_dtype=False, shape=shape_fns.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
 def _cast(x, DstT):
     if x.dtype.kind == "c" and DstT.kind != "c":
         x = np.real(x)
@@ -562,7 +569,7 @@ def _cast(x, DstT):
 @_cast.def_grad(reads_inputs=False)
 def _cast_grad(op, dy):
     src = op.inputs[0]._value.dtype
-    if src not in dtypes.TRAINABLE_NP or dy._value.dtype not in dtypes.TRAINABLE_NP:
+    if src not in dtypes.TRAINABLE_NP or dy.dtype._np not in dtypes.TRAINABLE_NP:
         return None                                   # casts to or from integers cut the gradient
     return cast(dy, dtypes.from_numpy(src))
 
@@ -594,8 +601,16 @@ def _comparison(type_, fn, allowed):
     return compare
 
 
-equal = _comparison("Equal", lambda x, y: np.equal(x, y), NUMERIC_TYPES + (dtypes.bool,))
-not_equal = _comparison("NotEqual", lambda x, y: np.not_equal(x, y), NUMERIC_TYPES + (dtypes.bool,))
+def _text_safe(x):
+    """String arrays compared as Python objects: NumPy's string comparison stops at a NUL byte
+    (Note [string tensors] in framework/dtypes.py)."""
+    return x.astype(object) if x.dtype.kind == "T" else x
+
+
+equal = _comparison("Equal", lambda x, y: np.equal(_text_safe(x), _text_safe(y)),
+                    NUMERIC_TYPES + (dtypes.bool, dtypes.string))
+not_equal = _comparison("NotEqual", lambda x, y: np.not_equal(_text_safe(x), _text_safe(y)),
+                        NUMERIC_TYPES + (dtypes.bool, dtypes.string))
 less = _comparison("Less", lambda x, y: np.less(x, y), REAL_TYPES)
 less_equal = _comparison("LessEqual", lambda x, y: np.less_equal(x, y), REAL_TYPES)
 greater = _comparison("Greater", lambda x, y: np.greater(x, y), REAL_TYPES)
@@ -640,16 +655,23 @@ def where(condition, x=None, y=None, name=None):
 
 @op("FillLike", same_dtype=False, shape=shape_fns.fill_like_shape, unknown_rank=True, differentiable=False)
 def _fill_like(like, value, dtype):
+    if value == 0:
+        return np.zeros(np.shape(like), dtype)      # strings: empty ones (np.full would write "0")
     return np.full(np.shape(like), value, dtype)
 
 
 def _filled_like(input, dtype, value):
     x = input if type(input) is Tensor else convert_to_tensor(input)
     np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
+    if value and np_dtype.kind == "T":
+        raise InvalidArgumentError(None, "OnesLike", "Value for attr 'T' of string is not in the list of allowed "
+                                   "values [Op:OnesLike]")
     shape = x._value.shape
-    if shape is None or None in shape:      # graph tensor of unknown shape or rank: filled when the graph runs
+    if shape is None or None in shape or (state.tapes and np_dtype == x._value.dtype):
+        # Filled when the graph runs (a graph tensor of unknown shape or rank), or recorded
+        # like TensorFlow's ZerosLike/OnesLike: a tape tracing `input` traces the result.
         return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
-    return Tensor(np.full(shape, value, np_dtype))
+    return Tensor(np.full(shape, value, np_dtype) if value else np.zeros(shape, np_dtype))
 
 
 @tf_export("zeros_like")

@@ -58,7 +58,8 @@ def _softmax_xent(logits, labels):
     a, axis = _rows(logits)
     lab, _ = _rows(labels.astype(a.dtype, copy=False))
     e, total = _log_normalizer(a, axis)
-    loss = np.sum(lab * (np.log(total) - a), axis=axis)     # -sum(labels * log softmax)
+    with np.errstate(divide="ignore"):                      # no classes: log 0, summed over nothing
+        loss = np.sum(lab * (np.log(total) - a), axis=axis)     # -sum(labels * log softmax)
     e /= total
     e -= lab
     return loss.astype(logits.dtype, copy=False), _unrows(e, axis, shape, logits.dtype)

@@ -6,12 +6,16 @@ The rest are built from other ops and need no rule.  The cross-entropies live
 in `nn_losses` (re-exported here), convolutions and pooling in `conv_ops`.
 """
 
+import math
+
 import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
+from tapeflow.framework.context import executing_eagerly
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.variables import Variable
@@ -131,6 +135,8 @@ def leaky_relu(features, alpha=0.2, name=None):
         x = math_ops.cast(x, dtypes.float32)
     if isinstance(alpha, Tensor):
         alpha = alpha._value
+    # alpha stays a Python float: TensorFlow rounds it to float32 (its attr type), so float64
+    # inputs see 0.2 as 0.20000000298 there; tests/test_deliberate_differences.py.
     return execute(_leaky_relu, (x,), {"alpha": float(np.asarray(alpha))})
 
 
@@ -139,10 +145,15 @@ def _elu(x):
     return np.where(x > 0, x, np.expm1(np.minimum(x, np.zeros((), x.dtype))))
 
 
+# Note [negative-side select]: the Elu and Selu rules pick the exp branch where y < 0 and the
+# linear one elsewhere, as TensorFlow's EluGrad/SeluGrad kernels do: at x = 0 the slope is the
+# right-hand one (1 for elu, scale for selu) and the second derivative 0, and a NaN input
+# (y = NaN, not < 0) takes the linear slope rather than NaN.
+
 @_elu.def_grad(reads_inputs=False, reads_outputs=True)
 def _elu_grad(op, dy):
-    y = op.outputs[0]                    # 1 where x > 0, exp(x) = elu(x) + 1 elsewhere
-    return math_ops.where(math_ops.greater(y, _zeros_like(y)), dy, dy * (y + _scalar_like(1, y)))
+    y = op.outputs[0]                    # exp(x) = elu(x) + 1 where x < 0, 1 elsewhere (Note [negative-side select])
+    return math_ops.where(math_ops.less(y, _zeros_like(y)), dy * (y + _scalar_like(1, y)), dy)
 
 
 @tf_export("nn.elu")
@@ -163,9 +174,9 @@ def _selu(x):
 
 @_selu.def_grad(reads_inputs=False, reads_outputs=True)
 def _selu_grad(op, dy):
-    y = op.outputs[0]                    # scale where x > 0, scale*alpha*exp(x) = y + scale*alpha elsewhere
+    y = op.outputs[0]                    # scale*alpha*exp(x) = y + scale*alpha where x < 0, scale elsewhere
     scale, shift = _scalar_like(_SELU_SCALE, y), _scalar_like(_SELU_SCALE * _SELU_ALPHA, y)
-    return math_ops.where(math_ops.greater(y, _zeros_like(y)), dy * scale, dy * (y + shift))
+    return math_ops.where(math_ops.less(y, _zeros_like(y)), dy * (y + shift), dy * scale)   # Note [negative-side select]
 
 
 @tf_export("nn.selu")
@@ -187,7 +198,7 @@ def _rows(x):
     [classes, rows] (Note [short rows]), in at least float32; `axis` is the class axis."""
     dtype = np.float32 if x.dtype.itemsize < 4 else x.dtype
     c = x.shape[-1]
-    x2 = x.reshape(-1, c)
+    x2 = x.reshape(math.prod(x.shape[:-1]), c)       # not -1, which a size-0 class axis leaves undetermined
     if c <= 32 and x2.shape[0] > 1:
         return np.array(x2.T, dtype=dtype, order="C"), 0      # always a copy: callers shift it in place
     return np.array(x2, dtype=dtype), 1
@@ -236,7 +247,8 @@ def _log_softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
     _, total = _log_normalizer(a, axis)
-    a -= np.log(total)
+    if a.size:                           # no classes: total is 0, and there is nothing to shift
+        a -= np.log(total)
     return _unrows(a, axis, x.shape, x.dtype)
 
 
@@ -329,7 +341,10 @@ def bias_add(value, bias, data_format=None, name=None):
       InvalidArgumentError: a bias that is not 1-D or does not match the channels.
     """
     value = _tensor(value)
-    bias = _tensor(bias, dtype=value.dtype) if not isinstance(bias, Tensor) else bias
+    # eagerly a tensor or variable bias keeps its dtype (a mismatch fails in the op); graphs convert
+    # it to value's dtype, which fails with ValueError, as TensorFlow's bias_add does
+    eager_tensor = executing_eagerly() and isinstance(bias, (Tensor, Variable))
+    bias = convert_to_tensor(bias) if eager_tensor else _tensor(bias, dtype=value.dtype)
     if data_format is not None and not (data_format.startswith("NC")
                                         or data_format.startswith("N") and data_format.endswith("C")):
         raise ValueError(f"data_format must be of the form `N...C` or `NC...`, got {data_format!r}.")
@@ -350,7 +365,7 @@ def bias_add(value, bias, data_format=None, name=None):
     return execute(_bias_add, (value, bias), {"data_format": "NCHW" if channels_first else "NHWC"})
 
 
-@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape)
+@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape, accepts_indexed_slices=True)
 def _bias_add(value, bias, data_format):
     axis = 1 if data_format == "NCHW" else value.ndim - 1
     if bias.ndim != 1 or value.ndim < 2 or value.shape[axis] != bias.shape[0]:    # graphs: checked when run
@@ -363,11 +378,14 @@ def _bias_add(value, bias, data_format):
 
 @_bias_add.def_grad(reads_inputs=False)
 def _bias_add_grad(op, dy):
-    value = op.inputs[0]                 # d(x + b) = dx + db, db summed over all but the channel axis
+    # d(x + b) = dx + db, db summed over all but the channel axis.  dy may be an IndexedSlices
+    # (a gather after the op): x gets it as it is, as in TensorFlow; its values hold every row.
+    value = op.inputs[0]
     axis = 1 if op.get_attr("data_format") == "NCHW" else value._value.ndim - 1
     if 1 in op.skip_input_indices:
         return dy, None
-    return dy, math_ops.reduce_sum(dy, [a for a in range(value._value.ndim) if a != axis])
+    rows = dy.values if isinstance(dy, IndexedSlices) else dy
+    return dy, math_ops.reduce_sum(rows, [a for a in range(value._value.ndim) if a != axis])
 
 
 @tf_export("nn.l2_loss")

@@ -44,7 +44,7 @@ def _axes(axis, rank, op_type="Sum"):
         return None if rank is None else tuple(range(rank))
     if isinstance(axis, Tensor):
         if axis._value.dtype not in (np.int32, np.int64):
-            raise TypeError(f"axis must be an int32 or int64 tensor, got {axis.dtype.name}.")
+            raise array_ops.int_input_error(axis.dtype.name, "axis", op_type)
         value = axis._value
         if isinstance(axis, SymbolicTensor):            # graphs: the axes must be known while building
             value = constant_value(axis)
@@ -56,15 +56,21 @@ def _axes(axis, rank, op_type="Sum"):
         axis = (axis,)
     out = []
     for a in axis:
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
-            raise TypeError(f"Cannot convert {a!r} to EagerTensor of dtype int32")
+        if not isinstance(a, (int, np.integer)):
+            if a is None:
+                raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) "
+                                 "to a Tensor (argument `axis`).")
+            kind = {bool: "bool", str: "string"}.get(type(a), "float" if isinstance(a, float) else None)
+            if kind is None:
+                raise TypeError(f"Cannot convert {a!r} to EagerTensor of dtype int32")
+            raise array_ops.int_input_error(kind, "axis", op_type)
         a = int(a)
         if rank is None:
             out.append(a)
             continue
         if not -rank <= a < rank:
-            raise InvalidArgumentError(None, op_type, f"Invalid reduction dimension ({a} for input with {rank} "
-                                       f"dimension(s) [Op:{op_type}]")
+            raise shape_fns.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
+                                                 "dimension(s)")
         a %= rank
         if a in out:
             raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
@@ -461,13 +467,29 @@ _argmin = op("ArgMin", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_fns.arg_r
              differentiable=False)(_arg_reduce(np.argmin, np.inf))
 
 
+def _arg_axis(axis, op_type):
+    """An arg-reduction's `axis` as an int: TypeError unless an integer (or integer tensor), as TF's."""
+    if isinstance(axis, Tensor):
+        if axis._value.dtype.kind not in "iu":
+            raise TypeError(f"axis tensor dtypes {axis.dtype!r} is not supported")
+        if axis._value.ndim:
+            raise shape_fns.shape_error(op_type, f"dim must be a scalar, but received tensor of shape: "
+                                                 f"{list(axis._value.shape)}")
+        return int(axis._value)
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError("axis must be int or Tensor with integer datatype")
+    return int(axis)
+
+
 def _arg(kernel, input, axis, output_type, allowed):  # noqa: A002
     x = _tensor(input)
     rank = known_rank(x, kernel.type)
-    axis = 0 if axis is None else int(axis)
-    if not -rank <= axis < rank or rank == 0:
-        raise InvalidArgumentError(None, kernel.type, f"Expected dimension in the range [{-rank}, {rank}), "
-                                   f"but got {axis} [Op:{kernel.type}]")
+    axis = 0 if axis is None else _arg_axis(axis, kernel.type)
+    if not -rank <= axis < rank:                        # a scalar: only TF's kernel objects, when it runs
+        message = f"Expected dimension in the range [{-rank}, {rank}), but got {axis}"
+        if rank == 0:
+            raise InvalidArgumentError(None, kernel.type, f"{message} [Op:{kernel.type}]")
+        raise shape_fns.shape_error(kernel.type, message)
     out = dtypes.as_dtype(output_type)
     if out.name not in allowed:
         raise InvalidArgumentError(None, kernel.type, f"Value for attr 'output_type' of {out.name} is not in the "
@@ -543,10 +565,25 @@ def _cumprod_grad(op, dy):
     return where(is_zero, where(first, through_first, zeros_like(through_first)), through_nonzero)
 
 
+# Note [logsumexp scan]: TensorFlow's scan adds an element x to the running value acc as
+# hi + log1p(exp(lo - hi)), with hi = (x if acc < x else acc) and lo = (x if x < acc else acc),
+# and gives hi itself where hi is -inf.  On finite and -inf inputs that is np.logaddexp; on
+# +inf and NaN it is not, and those inputs are scanned step by step with TensorFlow's values:
+# a second +inf gives NaN (inf - inf), and a NaN element is not propagated (hi = lo = acc:
+# acc + log 2, or -inf while acc is -inf).  The gradient is a scan too and relies on them.
+
 def _logaddexp_accumulate(x, axis, dtype):
-    if x.dtype in _HALF:
-        return np.logaddexp.accumulate(x.astype(np.float32), axis=axis).astype(x.dtype)
-    return np.logaddexp.accumulate(x, axis=axis)
+    wide = x.astype(np.float32) if x.dtype in _HALF else x
+    if np.isfinite(wide).all() or not (np.isnan(wide).any() or np.isposinf(wide).any()):
+        return np.logaddexp.accumulate(wide, axis=axis).astype(x.dtype, copy=False)
+    steps = np.moveaxis(wide, axis, 0)
+    out = np.empty_like(steps)
+    acc = np.full(steps.shape[1:], -np.inf, wide.dtype)
+    with np.errstate(invalid="ignore"):
+        for k, xk in enumerate(steps):
+            hi, lo = np.where(acc < xk, xk, acc), np.where(xk < acc, xk, acc)
+            acc = out[k] = np.where(hi == -np.inf, hi, hi + np.log1p(np.exp(lo - hi)))
+    return np.moveaxis(out, 0, axis).astype(x.dtype, copy=False)
 
 
 @op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape)
@@ -560,8 +597,7 @@ def _cumulative_logsumexp_grad(op, dy):
     # scan, separately over the positive and negative parts of dy (logs of positives only).
     x, out = op.inputs[0], op.outputs[0]
     axis, exclusive, reverse = op.get_attr("axis"), op.get_attr("exclusive"), op.get_attr("reverse")
-    lowest = Tensor(np.asarray(np.finfo(np.float32).min if x._value.dtype in _HALF else np.finfo(x._value.dtype).min,
-                               x._value.dtype))
+    lowest = Tensor(np.asarray(dtypes.as_dtype(x.dtype).min, x._value.dtype))     # TensorFlow's grad.dtype.min
     one = Tensor(np.ones((), dy._value.dtype))
     parts = []
     for mask, magnitude in ((greater(dy, zeros_like(dy)), dy), (less(dy, zeros_like(dy)), -dy)):

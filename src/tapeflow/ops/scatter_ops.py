@@ -93,6 +93,7 @@ def _gather_grad(op, dy):
         return _batch_gather_grad(_dense(dy), indices, params, axis, batch_dims), None
     if axis == 0:                                      # rows of dy land on the gathered rows (sparse)
         return _indexed_slices_grad(dy, indices, pshape, params), None
+    axis %= len(pshape)                                # -rank: see gather
     dy = _dense(dy)
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
@@ -183,7 +184,8 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     if axis >= rank_ or axis < -rank_:
         raise InvalidArgumentError(None, "GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
                                    f"but is rank {rank_} [Op:GatherV2]")
-    axis %= rank_
+    if axis != -rank_:     # TensorFlow's gradient is sparse only for an axis written as 0, not as -rank
+        axis %= rank_
     ishape = indices._value.shape
     if batch_dims:
         if batch_dims > axis:

@@ -12,10 +12,45 @@ import functools
 
 import numpy as np
 
+from tapeflow.framework.context import state
+from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import op
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor
+
+
+# Note [build-time shape errors]: TensorFlow checks an op's shapes and static
+# arguments twice: its shape function while a graph is built (a failure is a
+# ValueError at trace time) and its kernel when the op runs (InvalidArgumentError).
+# Shape rules (`shape=` in `@op`) run only while a graph is built and raise
+# ValueError; `Graph._create_op` turns an InvalidArgumentError escaping one into
+# ValueError too.  The Python wrappers that normalize static arguments (axes,
+# perms, paddings, sizes) before the op exists make, for the checks TensorFlow's
+# shape function also makes, their exception with `shape_error`, the one place
+# that picks the class by mode; checks only TensorFlow's kernel makes (duplicate
+# reduction axes, negative multiples, indices out of range) stay
+# InvalidArgumentError in both modes.  Eager ops never reach this: no cost there.
+
+def shape_error(op_type, message):
+    """The exception for a failed check of known shapes or static arguments of an `op_type` op
+    (Note [build-time shape errors]): ValueError while a graph is built, InvalidArgumentError eagerly."""
+    if state.graphs:
+        return ValueError(f"{message} [Op:{op_type}]")
+    return InvalidArgumentError(None, op_type, f"{message} [Op:{op_type}]")
+
+
+MAX_RANK = 64        # NumPy's limit on dimensions (TensorFlow's is 254)
+
+
+def check_rank(rank, op_type):
+    """Raises InvalidArgumentError when an `op_type` result would have more dimensions than a
+    NumPy array can: tapeflow cannot hold it (TensorFlow fails the same way, with the same class,
+    when such a tensor is converted to NumPy)."""
+    if rank > MAX_RANK:
+        raise InvalidArgumentError(
+            None, op_type, f"{op_type} would make a tensor of rank {rank}, but tapeflow holds tensors as NumPy "
+            f"arrays, which have at most {MAX_RANK} dimensions; reshape to fewer dimensions. [Op:{op_type}]")
 
 
 def static_int(value, what, op_type):

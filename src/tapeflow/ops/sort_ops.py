@@ -4,17 +4,21 @@
 order, so its gradient is the gather's: each sorted position sends its
 gradient back to the element it came from.  Ties keep their input order in
 both directions, as TensorFlow's top_k-based sort does.
+
+NaN sorts as the largest value (last ascending, first descending), as in
+NumPy.  A deliberate difference: TensorFlow's comparator is not an order when
+NaN is present, and its rows then come back unsorted in an unspecified way.
 """
 
 import numpy as np
 
-from tapeflow.framework.dtypes import int32, int64
-from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.dtypes import REAL_TYPES, int32, int64
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.ops import shape_tensors
+from tapeflow.ops.shape_fns import shape_error
 from tapeflow.ops import array_ops
 
 
@@ -23,7 +27,7 @@ def _argsort_shape(x, descending):
     return [Meta(tuple(x.shape), np.dtype(np.int32))]
 
 
-@op("ArgSort", same_dtype=False, shape=_argsort_shape, differentiable=False)
+@op("ArgSort", dtypes=REAL_TYPES, same_dtype=False, shape=_argsort_shape, differentiable=False)
 def _argsort(x, descending):
     if not descending:
         return np.argsort(x, axis=-1, kind="stable").astype(np.int32)
@@ -32,16 +36,18 @@ def _argsort(x, descending):
 
 
 def _moved(values, axis, op_name):
-    """`values` with `axis` moved last, and the permutation that moves it back."""
+    """`values` with `axis` moved last, and the permutation that moves it back.
+
+    A scalar or an axis out of range fails as TensorFlow's `tf.shape(values)[axis]` does
+    (`shape_error`: InvalidArgumentError eagerly, ValueError while a graph is built)."""
     x = convert_to_tensor(values)
     rank = known_rank(x, op_name)
-    if rank == 0:
-        raise InvalidArgumentError(None, op_name, f"{op_name} needs a tensor of rank >= 1, got a scalar")
-    if x.dtype.is_complex or x.dtype.is_bool:
-        raise InvalidArgumentError(None, op_name, f"{op_name} is not defined for {x.dtype.name} tensors")
     axis = int(axis)
-    if not -rank <= axis < rank:
-        raise ValueError(f"axis = {axis} is out of range for a tensor of rank {rank}")
+    if rank == 0 or not -rank <= axis < rank:
+        what = "a scalar" if rank == 0 else f"a tensor of rank {rank}"
+        raise shape_error(op_name, f"axis {axis} is out of range for {what} (slice index {axis} of dimension 0 "
+                                   f"out of bounds); {op_name} takes an axis in [-rank, rank) of a tensor of "
+                                   f"rank >= 1")
     axis %= rank
     if axis == rank - 1:
         return x, None
@@ -61,7 +67,9 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     """The int32 indices that sort `values` along `axis` (ties in input order).
 
     Raises:
-      ValueError: an unknown direction or an axis out of range.
+      ValueError: an unknown direction; a scalar or an axis out of range in a graph.
+      InvalidArgumentError: a scalar or an axis out of range, or complex or bool values, eagerly.
+      TypeError: complex or bool values in a graph.
 
     >>> import tapeflow as tf
     >>> tf.argsort([3.0, 1.0, 2.0]).numpy()
@@ -78,7 +86,9 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     """`values` sorted along `axis`; differentiable (the gradient follows each element).
 
     Raises:
-      ValueError: an unknown direction or an axis out of range.
+      ValueError: an unknown direction; a scalar or an axis out of range in a graph.
+      InvalidArgumentError: a scalar or an axis out of range, or complex or bool values, eagerly.
+      TypeError: complex or bool values in a graph.
 
     >>> import tapeflow as tf
     >>> tf.sort([3, 1, 2], direction="DESCENDING").numpy()

@@ -77,7 +77,7 @@ def _read_variable_shape(var):
     return [Meta(dims, var._value.dtype)]
 
 
-@op("ReadVariableOp", same_dtype=False, shape=_read_variable_shape, shape_reads_inputs=True)
+@op("ReadVariableOp", same_dtype=False, shape=_read_variable_shape, shape_reads_inputs=True, accepts_indexed_slices=True)
 def _read_variable(value):
     if type(value) is _Uninitialized:
         raise FailedPreconditionError(

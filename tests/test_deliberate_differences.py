@@ -1,0 +1,152 @@
+"""Where tapeflow deliberately differs from TensorFlow (the README's list).
+
+In each case TensorFlow's answer is wrong or accidental and tapeflow gives the
+mathematically right one.  Each test pins tapeflow's answer against the exact
+value (or float64 central differences) and, when TensorFlow is installed, checks
+that TensorFlow still differs: if it is ever fixed, the test says the entry is
+stale.  Conversions tapeflow refuses where TensorFlow changes the value silently
+are pinned in tests/framework/test_tensor.py (DEVIATIONS).
+"""
+
+import numpy as np
+import pytest
+
+import tapeflow
+from op_harness import HAVE_TF, tf_module
+
+
+def _second_order(tf, f, x):
+    """d/dx of sum(d f / dx), tape in tape."""
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = tf.reduce_sum(f(tf, x))
+        g = inner.gradient(y, x)
+    return outer.gradient(g, x)
+
+
+def _first_order(tf, f, x):
+    x = tf.constant(x, tf.float64)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(f(tf, x))
+    return tape.gradient(y, x)
+
+
+def _tf_or_skip():
+    if not HAVE_TF:
+        pytest.skip("TensorFlow is not installed")
+    return tf_module()
+
+
+def test_cumprod_gradient_at_zero():
+    """TensorFlow's cumprod gradient divides by x, so it is 0 wherever x is 0; it is not."""
+    f = lambda tf, x: tf.math.cumprod(x, axis=1)      # noqa: E731
+    x = np.array([[2.0, 0.0, 3.0]])
+    exact = np.array([[1.0 + 0.0 + 0.0, 2.0 + 6.0, 0.0]])   # d/dx_k of x0 + x0 x1 + x0 x1 x2
+    np.testing.assert_allclose(_first_order(tapeflow, f, x).numpy(), exact)
+    tf = _tf_or_skip()
+    assert not np.allclose(_first_order(tf, f, x).numpy(), exact)
+
+
+def test_moments_second_order():
+    """TensorFlow's variance stops the gradient through the mean: right to first order,
+    wrong to second (the Hessian of a sum of variances of two samples is 0 here)."""
+    f = lambda tf, x: tf.nn.moments(x, axes=[0])[1]      # noqa: E731
+    x = np.array([[1.0, 2.0], [3.0, 5.0]])
+    exact = np.zeros_like(x)     # sum_j var_j is quadratic with zero row sums: d/dx of its gradient sums to 0
+    np.testing.assert_allclose(_second_order(tapeflow, f, x).numpy(), exact, atol=1e-12)
+    tf = _tf_or_skip()
+    assert not np.allclose(_second_order(tf, f, x).numpy(), exact)
+
+
+def test_softsign_second_order():
+    """TensorFlow has no gradient for SoftsignGrad (LookupError); tapeflow's rule is differentiable."""
+    f = lambda tf, x: tf.nn.softsign(x)      # noqa: E731
+    x = np.array([-1.0, 0.5])
+    exact = -2.0 * np.sign(x) / (1.0 + np.abs(x)) ** 3
+    np.testing.assert_allclose(_second_order(tapeflow, f, x).numpy(), exact)
+    tf = _tf_or_skip()
+    with pytest.raises(LookupError):
+        _second_order(tf, f, x)
+
+
+def test_leaky_relu_alpha_is_not_rounded_to_float32():
+    """TensorFlow stores `alpha` as a float32 attribute, so float64 results carry its rounding."""
+    x = np.array([-1.0, 2.0])
+    ours = tapeflow.nn.leaky_relu(tapeflow.constant(x), alpha=0.1).numpy()
+    np.testing.assert_array_equal(ours, [-0.1, 2.0])
+    tf = _tf_or_skip()
+    assert tf.nn.leaky_relu(tf.constant(x), alpha=0.1).numpy()[0] != -0.1
+
+
+def test_softmax_cross_entropy_mixed_second_order():
+    """d/dlabels of the gradient with respect to the logits is -dy (TensorFlow gives 0)."""
+    def mixed(tf):
+        logits = tf.constant([[0.5, -1.0, 2.0]], tf.float64)
+        labels = tf.constant([[0.2, 0.3, 0.5]], tf.float64)
+        with tf.GradientTape() as outer:
+            outer.watch(labels)
+            with tf.GradientTape() as inner:
+                inner.watch(logits)
+                loss = tf.reduce_sum(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+            g = inner.gradient(loss, logits)        # softmax(logits) - labels
+            v = tf.reduce_sum(g * tf.constant([[1.0, 2.0, 3.0]], tf.float64))
+        return outer.gradient(v, labels)
+    np.testing.assert_allclose(mixed(tapeflow).numpy(), [[-1.0, -2.0, -3.0]])
+    tf = _tf_or_skip()
+    theirs = mixed(tf)
+    assert theirs is None or not np.allclose(theirs.numpy(), [[-1.0, -2.0, -3.0]])
+
+
+def test_reduce_prod_second_order_at_zero():
+    """TensorFlow's reduce_prod gradient is right at a single zero, its second order is not."""
+    f = lambda tf, x: tf.reduce_prod(x, axis=1)      # noqa: E731
+    x = np.array([[0.0, 2.0, 3.0]])
+    # sum of d/dx_j (prod_{i != k} x_i) over k: for x0 = 0, row j=0 gets x2 + x1, others get x0 terms.
+    exact = np.array([[3.0 + 2.0, 3.0 + 0.0, 2.0 + 0.0]])
+    np.testing.assert_allclose(_second_order(tapeflow, f, x).numpy(), exact)
+    tf = _tf_or_skip()
+    assert not np.allclose(_second_order(tf, f, x).numpy(), exact)
+
+
+def test_complex_determinant_gradient_conjugate():
+    """The gradient of a real loss through det of a complex matrix (TensorFlow misses a conjugate)."""
+    a = np.array([[1.0 + 2.0j, 0.5 - 1.0j], [-0.3 + 0.2j, 2.0 + 0.5j]])
+
+    def grad(tf):
+        x = tf.constant(a)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            d = tf.linalg.det(x)
+            loss = tf.math.real(d * tf.math.conj(d))     # |det|^2
+        return tape.gradient(loss, x).numpy()
+    # TensorFlow's convention: the gradient of a real loss is 2 d loss / d conj(z); for |det|^2,
+    # with d det / d z = det inv(z)^T (the cofactor matrix), that is 2 det conj(det inv(z)^T).
+    det = np.linalg.det(a)
+    exact = 2.0 * det * np.conj(det * np.linalg.inv(a).T)
+    np.testing.assert_allclose(grad(tapeflow), exact, rtol=1e-10)
+    tf = _tf_or_skip()
+    assert not np.allclose(grad(tf), exact)
+
+
+@pytest.mark.parametrize("name", ["add", "cond"])
+def test_sparse_gradient_densified_by_add_and_cond_in_graphs(name):
+    """An IndexedSlices gradient reaching x + y (equal static shapes) or a cond's output
+    in a graph: TensorFlow passes it on there but densifies it eagerly; tapeflow
+    densifies it in both (Note [sparse gradients] in ops/gradient_rules.py)."""
+    def grad(tf):
+        make = {"add": lambda x: x + tf.zeros([2, 2]),
+                "cond": lambda x: tf.cond(tf.constant(True), lambda: x * 1.0, lambda: x)}[name]
+
+        @tf.function
+        def f(x):
+            return tf.gradients(tf.gather(make(x), [1]), x)[0]
+        return f(tf.constant([[1.0, -2.0], [3.0, 4.0]]))
+    ours = grad(tapeflow)
+    assert type(ours) is tapeflow.Tensor
+    np.testing.assert_array_equal(ours.numpy(), [[0.0, 0.0], [1.0, 1.0]])
+    tf = _tf_or_skip()
+    assert isinstance(grad(tf), tf.IndexedSlices)
