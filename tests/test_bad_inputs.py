@@ -304,3 +304,20 @@ CONCAT_GRADS = {
 @pytest.mark.parametrize("traced_", [False, True], ids=["eager", "traced"])
 def test_concat_gradient_kinds(name, traced_):
     same(_concat_grads(CONCAT_GRADS[name], traced_))
+
+
+# -- ops on constants inside a function (Note [folded ops] in framework/op_def.py) -----------------
+
+FOLDED = {
+    "max_pool_window_too_big": lambda tf: tf.nn.max_pool(tf.ones([1, 2, 2, 1]), 3, 1, "VALID"),
+    "avg_pool_window_too_big": lambda tf: tf.nn.avg_pool2d(tf.ones([1, 2, 2, 1]), 3, 1, "VALID"),
+    "concat_mismatch": lambda tf: tf.concat([tf.ones([2, 3]), tf.ones([2, 4])], 0),
+    "transpose_bad_perm": lambda tf: tf.transpose(tf.ones([2, 3]), [0, 2]),
+    "matmul_mismatch": lambda tf: tf.matmul(tf.ones([2, 3]), tf.ones([2, 3])),
+    "valid_folded_op": lambda tf: tf.nn.max_pool(tf.ones([1, 3, 3, 1]), 2, 1, "VALID"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED))
+def test_shape_checks_of_ops_on_constants_in_functions(name):
+    same(lambda tf: tf.function(lambda: FOLDED[name](tf))())

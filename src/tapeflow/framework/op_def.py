@@ -320,8 +320,10 @@ def execute(op_, inputs, attrs):
             for i, v in enumerate(values):
                 if v.dtype != dt:
                     raise_type_mismatch(op_.type, i, dt, v.dtype)
-    if state.graphs and _builds_node(op_, inputs):
-        return _graph_op(op_, inputs, attrs)
+    if state.graphs:
+        if _builds_node(op_, inputs):
+            return _graph_op(op_, inputs, attrs)
+        _check_folded(op_, inputs, attrs)
     try:
         out = op_.kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
@@ -383,6 +385,23 @@ def _builds_node(op_, inputs):
         if type(t) is not Tensor or t._id < first_own:
             return True
     return False
+
+
+def _check_folded(op_, inputs, attrs):
+    """Note [folded ops]: inside a graph, an op on eager constants runs at once (constant
+    folding) instead of becoming a node.  Its shape rule still runs first, so that what
+    TensorFlow's op builder rejects (a pooling window larger than its input, say) raises
+    the same ValueError whether the inputs are constants or not.  Trace time only."""
+    rule = op_.shape_fn
+    if rule is None:
+        return
+    try:
+        if op_.shape_reads_inputs:
+            rule(*inputs, **attrs)
+        else:
+            rule(*[Meta(t._value.shape, t._value.dtype) for t in inputs], **attrs)
+    except InvalidArgumentError as e:       # like Graph._create_op: a shape check at build time
+        raise ValueError(e.message) from None
 
 
 def _graph_op(op_, inputs, attrs, metas=None):
