@@ -215,3 +215,26 @@ def test_bad_arguments_do_not_spend_the_tape():
             pass
         return tape.gradient(y, x)
     same(prog)
+
+
+@pytest.mark.parametrize("watch_z", [False, True], ids=["z_unwatched", "z_watched"])
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+@pytest.mark.parametrize("name", ["x+z", "x-z", "z-x", "m+x"])
+def test_sparse_gradient_through_sums(name, in_function, watch_z):
+    """Inside graphs x + y passes an IndexedSlices gradient on to an input of the output's
+    static shape; eagerly it is made dense (TensorFlow's AddV2/Sub gradients)."""
+    def prog(tf):
+        x, z, m = tf.constant([1.0, 2.0, 3.0]), tf.constant(0.5), tf.ones([2, 3])
+        f = {"x+z": lambda a, b: a + b, "x-z": lambda a, b: a - b, "z-x": lambda a, b: b - a,
+             "m+x": lambda a, b: b + a}[name]
+        other = m if name == "m+x" else z
+
+        def grads(a, b):
+            with tf.GradientTape() as tape:
+                tape.watch(a)
+                if watch_z:
+                    tape.watch(b)
+                y = tf.reduce_sum(tf.gather(f(a, b), [1, 0]))
+            return tape.gradient(y, [a, b])
+        return tf.function(grads)(x, other) if in_function else grads(x, other)
+    same(prog)

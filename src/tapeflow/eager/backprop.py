@@ -21,10 +21,52 @@ _log = logging.getLogger("tapeflow")
 
 
 def _source_key(s):
-    """The tape id and spec of a differentiation source."""
-    if isinstance(s, (Tensor, Variable)):
-        return s._id, (s._value.shape, s._value.dtype)
-    raise ValueError(f"Passed in object of type {type(s).__name__}, not tf.Tensor or tf.Variable: {s!r}")
+    """The tape id and spec of a differentiation source (checked by `_check_arguments`)."""
+    return s._id, (s._value.shape, s._value.dtype)
+
+
+# Note [non-tensor arguments]: TensorFlow's GradientTape.gradient checks that each
+# target, then each source, is of a trainable dtype before it backprops, reading
+# the dtype with `tf.as_dtype(value)` when the value is no tensor; a value that
+# names no dtype fails there with TypeError (None, "a", 1.5, -9, 0).  One that
+# does name one (True and 1 are DataType 1, float32; 7 and 7.0 are DataType 7,
+# string; a NumPy array has a dtype) goes on and fails with AttributeError: on
+# reading `.dtype` when the dtype named is not trainable, else on reading the
+# tensor id.  The same checks run inside `jacobian`.  Nothing is consumed before
+# they run, so the tape stays usable after a failed call.
+
+def _check_arguments(flat_targets, flat_sources):
+    """Raises TypeError or AttributeError for a target or source that is no tensor
+    (Note [non-tensor arguments])."""
+    for role, values in (("target", flat_targets), ("source", flat_sources)):
+        for i, v in enumerate(values):
+            if not isinstance(v, _TENSOR_LIKE) and _named_dtype(v, role, i)._np not in dtypes.TRAINABLE_NP:
+                raise AttributeError(f"'{type(v).__name__}' object has no attribute 'dtype': {role} {i} of "
+                                     f"GradientTape.gradient is {v!r}; pass tf.Tensors or tf.Variables.")
+    for role, values, allowed in (("target", flat_targets, _TENSOR_LIKE), ("source", flat_sources, (Tensor, Variable))):
+        for i, v in enumerate(values):
+            if not isinstance(v, allowed):
+                raise AttributeError(f"'{type(v).__name__}' object has no attribute '_id': {role} {i} of "
+                                     f"GradientTape.gradient is {v!r}; pass tf.Tensors or tf.Variables "
+                                     "(sources watched by the tape).")
+
+
+_TENSOR_LIKE = (Tensor, Variable, IndexedSlices)
+
+
+def _named_dtype(value, role, index):
+    """The dtype `tf.as_dtype(value)` reads from a non-tensor argument: a number equal
+    to a DataType value (True, 1, 7.0), a dtype name, or the dtype of an array."""
+    try:
+        if isinstance(value, (bool, int, float, np.number)) and not isinstance(value, np.complexfloating):
+            number = int(value)
+            if number != value:
+                raise TypeError
+            return dtypes.as_dtype(number)
+        return dtypes.as_dtype(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"Cannot convert the argument `type_value`: {value!r} to a TensorFlow DType: {role} "
+                        f"{index} of GradientTape.gradient must be a tf.Tensor or tf.Variable.") from None
 
 
 @tf_export("GradientTape")
@@ -139,7 +181,9 @@ class GradientTape:
 
         Raises:
           RuntimeError: a second call on a non-persistent tape.
-          ValueError: an unknown `unconnected_gradients`, or sources that are not tensors.
+          ValueError: an unknown `unconnected_gradients`, or fewer `output_gradients` than targets.
+          TypeError, AttributeError: a target or source that is no tensor, as TensorFlow
+            (Note [non-tensor arguments]).
         """
         if self._tape is None:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set "
@@ -165,11 +209,10 @@ class GradientTape:
 
     def _compute(self, flat_targets, flat_sources, output_gradients):
         """One backprop over the tape; leaves the tape consumed if it is one-shot."""
+        _check_arguments(flat_targets, flat_sources)
         target_ids, target_specs, targets = [], [], []
         for t in flat_targets:
             if isinstance(t, IndexedSlices):
-                t = convert_to_tensor(t)
-            if not isinstance(t, (Tensor, Variable)):
                 t = convert_to_tensor(t)
             targets.append(t)
             target_ids.append(t._id)
@@ -185,7 +228,10 @@ class GradientTape:
         if output_gradients is not None:
             out_grads = [None if g is None else (g if isinstance(g, IndexedSlices) else convert_to_tensor(g))
                          for g in nest.flatten(output_gradients)]
-            if len(out_grads) != len(target_ids):
+            # Like TensorFlow's tape: an empty list seeds every target with ones, and
+            # gradients beyond one per target are converted but not used.
+            out_grads = out_grads[:len(target_ids)] or None
+            if out_grads is not None and len(out_grads) != len(target_ids):
                 raise ValueError(f"output_gradients has {len(out_grads)} entries; target has "
                                  f"{len(target_ids)} tensors. Pass one gradient (or None) per target.")
         for i, (shape, _) in enumerate(target_specs):
@@ -224,6 +270,8 @@ class GradientTape:
           ValueError: target and source disagree on the batch (first) dimension.
         """
         return jacobians.batch_jacobian(self, target, source, _unconnected(unconnected_gradients))
+
+    _check_arguments = staticmethod(_check_arguments)     # for jacobians.py, before it takes the tape
 
     @contextlib.contextmanager
     def _as_persistent(self):

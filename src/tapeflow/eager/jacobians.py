@@ -57,21 +57,10 @@ def _as_target(target, method):
                          f"GradientTape.{method} must be a tf.Tensor or tf.Variable computed under the tape.")
 
 
-def _check_sources(flat_sources):
-    """Each source must be a tensor or variable: TypeError for None and strings (TensorFlow cannot
-    make a dtype of them), AttributeError for other Python and NumPy values (as TensorFlow)."""
-    for s in flat_sources:
-        if isinstance(s, (Tensor, Variable)):
-            continue
-        error = TypeError if s is None or isinstance(s, (str, bytes)) else AttributeError
-        raise error(f"A source of GradientTape.jacobian is a {type(s).__name__} ({s!r}), not a tf.Tensor or "
-                    "tf.Variable; pass the watched tensors or variables to differentiate against.")
-
-
 def jacobian(tape, target, sources, unconnected):
     target = _as_target(target, "jacobian")
     flat_sources = nest.flatten(sources)
-    _check_sources(flat_sources)
+    tape._check_arguments([target], flat_sources)     # Note [non-tensor arguments] in backprop.py
     tshape, tdtype = target._value.shape, target._value.dtype
     n = int(np.prod(tshape, dtype=np.int64))
     # An empty target still takes one (empty) backprop, which tells connected

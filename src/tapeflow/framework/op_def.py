@@ -175,9 +175,21 @@ def op(type_, dtypes=None, same_dtype=True, num_outputs=1, stateful=False, **dec
     return wrap
 
 
-def convert_inputs(values, same_dtype=True):
+def convert_inputs(values, same_dtype=True, list_of=None):
     """Converts op arguments to tensors; Python values take the dtype of the first tensor,
-    or, when there is none, that of the first value (TF's args_to_matching_eager)."""
+    or, when there is none, that of the first value (TF's args_to_matching_eager).
+
+    `list_of`: the op type when `values` is the op's one list-typed input (Pack's and
+    ConcatV2's `values`).  While a graph is built, TensorFlow's op builder reports any
+    element that does not convert (None, a ragged list) as a TypeError naming the op;
+    eagerly the conversion's own error stands.
+    """
+    if list_of is not None and state.graphs:
+        try:
+            return convert_inputs(values, same_dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"Tensors in list passed to 'values' of '{list_of}' Op could not all be converted "
+                            f"to tensors: {e} Pass tensors or values of one dtype and shape.") from None
     if not same_dtype:
         return [convert_to_tensor(v) for v in values]
     dtype = None

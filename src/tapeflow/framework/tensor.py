@@ -184,6 +184,7 @@ def _infer_python(value, direct=None):
     if kind in "SUO" and _has_text(value):
         return _python_strings(value, arr.shape)
     first = _first_leaf(value)
+    eager = not state.graphs        # Note [graph conversion]
     if direct is not None:
         if kind == "O" and direct.kind in "fc" and all(type(v) is int for v in _leaves(value)):
             try:                    # integers beyond 64 bits, as floats
@@ -192,27 +193,56 @@ def _infer_python(value, direct=None):
                 _out_of_range(value)
         if kind in "fibc" or kind == "u" and direct.kind in "ufc":
             return arr
-    elif type(first) is bool and kind in "iufc":
-        raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+    elif eager and (type(first) is bool and kind in "iufc" or kind == "c" and not _is_complex(first)):
+        _mixed(value)               # TF reads the first element's type: [True, 1], [1, 1j]
     if kind == "f" and arr.dtype == np.float64 and not isinstance(first, np.float64):
+        if eager and type(first) is int and all(type(v) is int for v in _leaves(value)):
+            _out_of_range(value)    # NumPy made floats of integers beyond int64
         return arr.astype(np.float32)
     if kind == "u" and type(first) is int:
-        _out_of_range(value)       # a Python int >= 2**63 needs a uint64 tensor
+        if eager:
+            _out_of_range(value)   # a Python int >= 2**63 needs a uint64 tensor
+        return arr                 # NumPy's uint64, as in TF's graphs
     if kind in "iu" and arr.dtype.itemsize == 8 and not isinstance(first, np.int64):
         if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
             return arr.astype(np.int32)
         return arr.astype(np.int64)
     if kind == "O":   # None, mixed types, integers beyond 64 bits
+        if first is not None and any(v is None for v in _leaves(value)):
+            _mixed(value)
         if type(first) is int:
             _out_of_range(value)
+        if not eager and value is not None:
+            _mixed(value)
         raise ValueError(f"Attempt to convert a value ({value!r}) with an unsupported type to a Tensor.")
     if kind in "USV" and arr.dtype not in dtypes._BY_NP:
         raise TypeError(f"Failed to convert {type(value).__name__} {value!r} to a Tensor: unsupported element type {arr.dtype}.")
     return arr
 
 
+# Note [graph conversion]: TensorFlow converts Python values in two ways.  Eagerly
+# its C++ converter reads the type of the first element and refuses a list that
+# mixes in another (ValueError: [True, 1], [1, 1j], [1, None], [1, "a"]); while a
+# graph is built, `make_tensor_proto` hands the list to NumPy instead, so what
+# NumPy can promote converts ([True, 1] is int32, [1, 1j] complex128) and what it
+# cannot (None, text among numbers, integers beyond 64 bits) raises TypeError.
+# Ragged lists and a bare None raise ValueError both ways.
+
+def _mixed(value):
+    if state.graphs:
+        raise TypeError(f"Failed to convert elements of {value!r} to Tensor. Consider casting elements to a "
+                        "supported type (all numbers, all strings, no None).")
+    raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+
+
 def _out_of_range(value):
+    if state.graphs:
+        _mixed(value)
     raise ValueError(f"Can't convert Python sequence with out-of-range integer to Tensor: {value!r}.")
+
+
+def _is_complex(leaf):
+    return isinstance(leaf, (complex, np.complexfloating))
 
 
 def _first_leaf(value):
@@ -222,10 +252,12 @@ def _first_leaf(value):
 
 
 def _convert_python(value, dtype):
+    """NumPy array for a Python or NumPy value, converted to `dtype` (a DType or None);
+    None for a list holding tensors (see `_pack_list`)."""
     if isinstance(value, np.ndarray) or isinstance(value, np.generic):
         return _convert_numpy(value, dtype)
     if isinstance(value, (list, tuple)) and _contains_tensor(value):
-        return None  # packed by the caller with the Pack op
+        return None
     direct = dtype._np if dtype is not None and dtype._np in _DIRECT else None
     arr = _infer_python(value, direct)
     if dtype is not None and arr.dtype != dtype._np:
@@ -284,7 +316,7 @@ def _latin1(item):
 def _python_strings(value, shape):
     items = [_latin1(v) for v in _leaves(value)]
     if None in items:
-        raise ValueError("Can't convert Python sequence with mixed types to Tensor.")
+        _mixed(value)
     return np.array(items, dtype=_STRING).reshape(shape)
 
 
@@ -367,13 +399,61 @@ def _convert_slow(value, dtype, dtype_hint):
         return value
     if dtype is None and dtype_hint is not None:
         try:
-            return _in_graph(Tensor(_convert_python(value, dtypes.as_dtype(dtype_hint))))
+            return _convert_slow(value, dtypes.as_dtype(dtype_hint), None)
         except (TypeError, ValueError):
             pass
     arr = _convert_python(value, dtype)
-    if arr is None:          # a nested list holding tensors: packed by the Pack op (ops/operators.py)
-        return _pack([convert_to_tensor(v, dtype) for v in value])
+    if arr is None:
+        return _pack_list(value, dtype)
     return _in_graph(Tensor(arr))
+
+
+# Note [list packing]: a list holding tensors converts as TensorFlow packs one.
+# Every element takes one dtype: the one asked for, else that of the first tensor
+# in the list (depth first).  Tensors of another dtype are cast to a dtype asked
+# for, and refused (TypeError) when the dtype was inferred; Python values become
+# constants of that dtype (`tf.constant(v, dtype)`: "a" beside a float tensor is a
+# TypeError, 2 becomes 2.0), and each level of the list is packed with the Pack op.
+# Eagerly a level made of tensors alone is packed as it is, so tensors of mixed
+# dtypes there fail in the op (InvalidArgumentError).  `tf.constant` takes no
+# tensors inside lists (`constant` below).
+
+def _pack_list(value, dtype):
+    inferred = _first_tensor_dtype(value)
+    return _pack_level(value, inferred if dtype is None else dtype, dtype is not None and dtype != inferred)
+
+
+def _first_tensor_dtype(value):
+    for v in value:
+        if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
+            return dtypes.as_dtype(v.dtype)
+        if isinstance(v, (list, tuple)):
+            found = _first_tensor_dtype(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _pack_level(items, dtype, cast):
+    """One level of Note [list packing]: a Tensor, or the list itself when it holds no tensor."""
+    parts = [convert_to_tensor(v) if isinstance(v, Tensor) or hasattr(v, "_as_tensor") else v for v in items]
+    if cast:
+        parts = [_cast(v, dtype) if isinstance(v, Tensor) and v.dtype != dtype else v for v in parts]
+    if not state.graphs and all(isinstance(v, Tensor) for v in parts):
+        return _pack(parts)
+    packed = False
+    for i, v in enumerate(parts):
+        if isinstance(v, Tensor):
+            if v.dtype != dtype:
+                raise TypeError(f"Cannot convert a list containing a tensor of dtype {v.dtype.name} to "
+                                f"{dtype.name} (Tensor is: {v!r}). Cast it with tf.cast first.")
+            packed = True
+        elif isinstance(v, (list, tuple)):
+            parts[i] = v = _pack_level(v, dtype, cast)
+            packed = packed or isinstance(v, Tensor)
+    if not packed:
+        return items
+    return _pack([v if isinstance(v, Tensor) else constant(v, dtype) for v in parts])
 
 
 # Note [trace deletion]: when a tensor dies, each active tape drops one use of
@@ -417,6 +497,10 @@ def _pack(tensors):
     raise NotImplementedError      # replaced by the Pack op when tapeflow.ops is imported (ops/operators.py)
 
 
+def _cast(tensor, dtype):
+    raise NotImplementedError      # replaced by the Cast op when tapeflow.ops is imported (ops/operators.py)
+
+
 def _in_graph(t):
     """While a graph is being built, Python values become Const nodes of it (TF's graph mode)."""
     if state.graphs:
@@ -455,7 +539,7 @@ def constant(value, dtype=None, shape=None, name="Const"):
     else:
         arr = _convert_python(value, None if dtype is None else dtypes.as_dtype(dtype))
         if arr is None:
-            arr = np.asarray(convert_to_tensor(value, dtype)._value)
+            _refuse_tensors(value)
     if shape is not None:
         shape = tuple(TensorShape(shape).as_list())
         if arr.size == 1 and arr.shape != shape:
@@ -467,6 +551,14 @@ def constant(value, dtype=None, shape=None, name="Const"):
                                 f"{shape} with {int(np.prod(shape))} elements).")
             arr = arr.reshape(shape)
     return _in_graph(Tensor(arr))
+
+
+def _refuse_tensors(value):
+    """`tf.constant` of a list holding tensors: TensorFlow's eager converter refuses it
+    (ValueError) and so does its graph builder (TypeError)."""
+    message = (f"tf.constant takes Python and NumPy values, but {value!r} holds tensors. "
+               "Pack them with tf.stack or tf.convert_to_tensor instead.")
+    raise (TypeError if state.graphs else ValueError)(message)
 
 
 @tf_export("is_tensor")

@@ -29,7 +29,7 @@ from tapeflow.ops.grad_util import reshape_like, unbroadcast
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
 from tapeflow.ops.constructor_ops import (  # noqa: F401  (re-exported)
-    _check_int_entries, _int_input, _int_list, eye, fill, int_input_error, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
+    _int_input, _int_list, eye, fill, int_attr_list, int_input, int_input_error, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
 )
 
 
@@ -233,10 +233,11 @@ def reshape(tensor, shape, name=None):
     x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
     if type(shape) is tuple and not state.graphs:
         return execute(_reshape, (x,), {"shape": shape})
-    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape"))
+    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape", eager_scalar=True))
     if isinstance(new_shape, Tensor):
         return execute(_reshape, (x, new_shape), {})
-    shape_fns.check_rank(len(new_shape), "Reshape")
+    if not state.graphs:                                # graphs: the shape rule's count check first
+        shape_fns.check_rank(len(new_shape), "Reshape")
     return execute(_reshape, (x,), {"shape": new_shape})
 
 
@@ -275,7 +276,7 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
       InvalidArgumentError: an axis out of range or of size other than 1.
     """
     x = convert_to_tensor(input)
-    axes = () if axis is None else _int_list(axis, "axis")
+    axes = () if axis is None else int_attr_list(axis, "axis", "squeeze")
     rank_ = known_rank(x, "Squeeze") if axes else x._value.ndim
     for a in axes:
         if not -rank_ <= a < rank_:
@@ -317,12 +318,12 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     x = convert_to_tensor(input)
     if axis is None:
         raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a Tensor.")
-    axes = _int_list(axis, "axis")
-    if len(axes) != 1:
+    axes = int_input(axis, "axis", "ExpandDims")
+    if axes.size != 1:
         raise _shape_error("ExpandDims", "'dim' must be a tensor with a single value")
     rank_ = known_rank(x, "ExpandDims")
     shape_fns.check_rank(rank_ + 1, "ExpandDims")
-    a = axes[0]
+    a = int(axes.reshape(()))
     if not -rank_ - 1 <= a <= rank_:
         raise _shape_error("ExpandDims", f"Tried to expand dim index {a} for tensor with {rank_} dimensions.")
     return execute(_expand_dims, (x,), {"dim": a % (rank_ + 1)})
@@ -374,7 +375,8 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     dims = shape_tensors.ints_or_tensor(shape, "shape", "BroadcastTo", _int_input("BroadcastTo"))
     if isinstance(dims, Tensor):
         return execute(_broadcast_to, (x, dims), {})
-    shape_fns.check_rank(len(dims), "BroadcastTo")
+    if not state.graphs:                                # graphs: the shape rule's checks first
+        shape_fns.check_rank(len(dims), "BroadcastTo")
     return execute(_broadcast_to, (x,), {"shape": dims})
 
 
@@ -504,13 +506,12 @@ def reverse(tensor, axis, name=None):
       InvalidArgumentError: an axis out of range or repeated, or `axis` not 1-D.
     """
     x = convert_to_tensor(tensor)
-    _check_int_entries(axis, "axis", "ReverseV2")
-    axes = np.asarray(axis._value if isinstance(axis, Tensor) else axis)
+    axes = int_input(axis, "axis", "ReverseV2")
     if axes.ndim != 1:
         raise _shape_error("ReverseV2", f"'dims' must be 1-dimension, not {axes.ndim}")
     rank_ = known_rank(x, "ReverseV2")
     seen = []
-    for i, a in enumerate(axes.astype(np.int64).tolist()):
+    for i, a in enumerate(axes.tolist()):
         if not -rank_ <= a < rank_:
             raise _shape_error("ReverseV2", f"'axis'[{i}] = {a} is out of valid range [0, {rank_ - 1}")
         if a % rank_ in seen:
@@ -552,10 +553,16 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     array([[1., 0., 0.],
            [0., 0., 1.]], dtype=float32)
     """
-    indices = convert_to_tensor(indices)
-    if indices._value.dtype not in _ONE_HOT_INDICES:
-        raise InvalidArgumentError(None, "OneHot", f"Value for attr 'TI' of {indices.dtype.name} is not in the "
-                                   "list of allowed values: uint8, int8, int32, int64 [Op:OneHot]")
+    try:
+        given, indices = indices, convert_to_tensor(indices)
+    except (ValueError, InvalidArgumentError):          # TF's class for a bad list (Note [typed index inputs])
+        from tapeflow.ops.slicing_ops import check_list_entries     # slicing_ops imports this module
+        if isinstance(indices, (list, tuple)):
+            check_list_entries(indices)
+        raise
+    if indices._value.dtype not in _ONE_HOT_INDICES:     # TI defaults to int64: True, [] convert to it
+        from tapeflow.ops.slicing_ops import typed_index
+        indices = typed_index(given, "indices", "OneHot", "TI", _ONE_HOT_INDICES, dtypes.int64)
     dtype, on, off = _one_hot_values(on_value, off_value, dtype)
     depth = int(depth._value if isinstance(depth, Tensor) else depth)
     if depth < 0:

@@ -21,7 +21,7 @@ from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.constant_value import constant_value, shape_value, size_value
-from tapeflow.framework.symbolic import Meta, known_rank
+from tapeflow.framework.symbolic import Meta, SymbolicTensor, known_rank
 from tapeflow.ops import shape_fns, shape_tensors
 from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops
@@ -29,23 +29,25 @@ from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops import slicing_ops
 
 
-def _int_list(value, what, input_of=None):
+def _int_list(value, what, input_of=None, convert="input", eager_scalar=False):
     """A shape-like argument (int, list, TensorShape or int tensor) as a tuple of ints.
 
     `input_of` names the op when TensorFlow takes the argument as an int32/int64
-    tensor input (Reshape's shape, Tile's multiples): float or string entries then
-    fail its dtype check (InvalidArgumentError eagerly, TypeError in graphs) instead
-    of being truncated.  An int list attr (Squeeze's axis) takes floats, as in TF.
+    tensor input (Reshape's shape, Tile's multiples): it is converted as TensorFlow
+    converts it (`convert`: Note [int inputs]) and must be 1-D; a scalar is a vector
+    of one only eagerly and when `eager_scalar` (Reshape's kernel takes it, its shape
+    function does not).
 
     Raises:
       ValueError: `value` is or holds None (TensorFlow cannot convert it).
     """
+    if input_of is not None:
+        array = int_input(value, what, input_of, convert)
+        if array.ndim != 1 and not (array.ndim == 0 and eager_scalar and not state.graphs):
+            raise shape_fns.shape_error(input_of, f"`{what}` must be 1-D, got shape {list(array.shape)}")
+        return tuple(array.reshape(-1).tolist())
     if isinstance(value, TensorShape):
         value = value.as_list()
-    if input_of is not None:
-        _check_int_entries(value, what, input_of)
-        if isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple)) for v in value):
-            raise shape_fns.shape_error(input_of, f"`{what}` must be 1-D, got {value!r}")
     if isinstance(value, Tensor):
         value = np.asarray(value._value).tolist()
     if isinstance(value, (int, np.integer)):
@@ -61,28 +63,135 @@ def _int_list(value, what, input_of=None):
         raise TypeError(f"{what} must be a list of integers, got {value!r}") from None
 
 
-def _non_integer_kind(value):
-    """The TF dtype name a non-integer size argument converts to ('float', 'string', ...); None for integers."""
+def int_attr_list(value, what, op_name):
+    """A list-of-ints attr (Squeeze's axis) as TensorFlow takes it: one int or a list, each entry
+    truncated by int().
+
+    Raises:
+      TypeError: a tensor (not a list), or an entry int() rejects (a string, None, NaN).
+      OverflowError: an infinite entry.
+    """
+    if isinstance(value, (Tensor, Variable)):
+        raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
+    out = []
+    for v in value if isinstance(value, (list, tuple, np.ndarray)) else [value]:
+        try:
+            if isinstance(v, (str, bytes)):
+                raise TypeError
+            out.append(int(v))
+        except (TypeError, ValueError):
+            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
+    return tuple(out)
+
+
+# Note [int inputs]: TensorFlow takes shapes, perms, multiples, paddings and axes as
+# int32/int64 tensor inputs (Reshape's shape, Transpose's perm) and converts a Python
+# argument to a tensor before its dtype check, so a bad argument fails with the
+# conversion's class, not the op's:
+#
+#   argument                          eagerly                 in graphs
+#   None                              ValueError              ValueError
+#   a non-rectangular list            ValueError              ValueError
+#   None or strings among numbers     ValueError (mixed)      TypeError
+#   None or a string among tensors    TypeError               TypeError
+#   a Python float                    TypeError               TypeError
+#   a string, or a list of floats     InvalidArgumentError    TypeError
+#   a float/bool/string tensor        InvalidArgumentError    TypeError
+#   a NumPy float array               truncated to ints       truncated to ints
+#
+# (a Python bool is an int; an empty list is int32).  `convert` names the conversion: "input", an op's input
+# (the table); "int32", an explicit conversion to int32 (zeros, ones: floats and
+# strings are TypeError eagerly too); "any", a conversion without a dtype (split:
+# floats, NumPy floats and an empty list keep a float dtype, then fail the dtype
+# check).  A wrong rank after conversion is the op's shape check
+# (`shape_fns.shape_error`, Note [build-time shape errors]).
+
+_MIXED = "Can't convert Python sequence with mixed types to Tensor."
+
+
+def int_input(value, what, op_type, convert="input"):
+    """`value` converted as TensorFlow converts the int tensor input `what` of `op_type`
+    (Note [int inputs]), as an int64 NumPy array of any rank.
+
+    Raises:
+      TypeError: a symbolic tensor whose value is known only when the graph runs (the
+        caller may take it as an input: `shape_tensors.ints_or_tensor`), or TF's TypeErrors.
+      ValueError, InvalidArgumentError: TF's conversion and dtype errors (see the note).
+    """
+    if type(value) in (list, tuple) and value and all(type(v) is int for v in value):
+        return np.array(value, np.int64).reshape(-1)           # the common case: a list of ints
+    if isinstance(value, TensorShape):
+        value = value.as_list()
+    if isinstance(value, Variable):
+        value = value.read_value()
     if isinstance(value, Tensor):
-        dtype = value._value.dtype
-        return None if dtype.kind in "iu" else dtypes.as_dtype(dtype).name
-    if isinstance(value, np.ndarray):           # NumPy floats are truncated, as TensorFlow does
-        return "string" if value.dtype.kind in "SU" else None
-    if isinstance(value, (list, tuple)):
-        kinds = [_non_integer_kind(v) for v in value]
-        return next((k for k in kinds if k is not None), None)
-    if isinstance(value, (float, np.floating)):
-        return "float"
-    if isinstance(value, (str, bytes)):
-        return "string"
-    return None
+        array = _tensor_value(value, what, op_type)
+    elif isinstance(value, np.ndarray):
+        truncate = value.dtype.kind == "f" and convert != "any"
+        array = value.astype(np.int64) if truncate else value
+    else:
+        array = _python_value(value, what, op_type, convert)
+    if array.dtype.kind not in "iub":                  # a bool tensor failed in `_tensor_value`
+        raise int_input_error(_dtype_name(array.dtype), what, op_type)
+    return array.astype(np.int64)
 
 
-def _check_int_entries(value, what, op_type):
-    """Raises TF's dtype check of an int32/int64 tensor input `what` of `op_type` given non-integers."""
-    kind = _non_integer_kind(value)
-    if kind is not None and kind != "bool":
-        raise int_input_error(kind, what, op_type)
+def _dtype_name(np_dtype):
+    return "string" if np_dtype.kind in "SUO" else dtypes.as_dtype(np_dtype).name
+
+
+def _tensor_value(t, what, op_type):
+    """A tensor argument's value; a symbolic one must be known while the graph is built."""
+    if t._value.dtype.kind not in "iu":
+        raise int_input_error(_dtype_name(np.dtype(t._value.dtype)), what, op_type)
+    if isinstance(t, SymbolicTensor):
+        known = constant_value(t)
+        if known is None:
+            raise TypeError(f"`{what}` of {op_type} is known only when the graph runs: {t.name}")
+        return np.asarray(known)
+    return np.asarray(t._value)
+
+
+def _leaves(value):
+    """The entries of a nested list and its shape; ValueError when it is not rectangular."""
+    if not isinstance(value, (list, tuple)):
+        return [value], ()
+    parts = [_leaves(v) for v in value]
+    shapes = {shape for _, shape in parts}
+    if len(shapes) > 1:
+        raise ValueError("Can't convert non-rectangular Python sequence to Tensor.")
+    inner = shapes.pop() if shapes else ()
+    return [leaf for leaves, _ in parts for leaf in leaves], (len(value),) + inner
+
+
+def _python_value(value, what, op_type, convert):
+    """A Python argument (a number, string or nested list) converted as in Note [int inputs]."""
+    if value is None:
+        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
+                         f"Tensor (argument `{what}` of {op_type}).")
+    leaves, shape = _leaves(value)
+    if any(isinstance(v, SymbolicTensor) for v in leaves):
+        raise TypeError(f"`{what}` of {op_type} holds tensors known only when the graph runs")
+    tensors = [v for v in leaves if isinstance(v, Tensor)]
+    if tensors:                                         # the list takes its first tensor's dtype
+        dtype = tensors[0]._value.dtype
+        bad = next((v for v in leaves if v is None or isinstance(v, (str, bytes))), None)
+        if bad is not None:
+            raise TypeError(f"Cannot convert {bad!r} to EagerTensor of dtype {_dtype_name(np.dtype(dtype))}")
+        values = [np.asarray(v._value) if isinstance(v, Tensor) else v for v in leaves]
+        return np.array(values, dtype).reshape(shape)
+    strings = any(isinstance(v, (str, bytes)) for v in leaves)
+    numbers = any(isinstance(v, (int, float, np.number, np.bool_)) for v in leaves)
+    if any(v is None for v in leaves) or (strings and numbers):
+        raise TypeError(f"Failed to convert elements of {value!r} to Tensor.") if state.graphs else ValueError(_MIXED)
+    if not leaves:                                     # an empty list: the default int32, else float32
+        return np.zeros(shape, np.float32 if convert == "any" else np.int64)
+    array = np.array(leaves, dtype=object).reshape(shape) if strings else np.array(leaves).reshape(shape)
+    if array.dtype.kind in "iub":
+        return array
+    if convert == "int32" or (convert == "input" and array.dtype.kind == "f" and not shape and not state.graphs):
+        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype int32")
+    return array
 
 
 def int_input_error(kind, what, op_type):
@@ -94,47 +203,61 @@ def int_input_error(kind, what, op_type):
     return InvalidArgumentError(None, op_type, f"{message} [Op:{op_type}]")
 
 
-def _int_input(op_type):
+def _int_input(op_type, convert="input", eager_scalar=False):
     """`_int_list` for an int tensor input of `op_type` (for `shape_tensors.ints_or_tensor`)."""
-    return lambda value, what: _int_list(value, what, op_type)
+    return lambda value, what: _int_list(value, what, op_type, convert, eager_scalar)
 
 
-def _dims(shape, op_type="Fill"):
-    """A shape argument of a constructor; negative sizes are InvalidArgumentError like TF's Fill."""
-    if isinstance(shape, (list, tuple)) and any(d is None for d in shape):
-        raise ValueError(f"Cannot make a tensor of the partly unknown shape {list(shape)}; give every dimension.")
-    if not state.graphs and isinstance(shape, (list, tuple)) and _non_integer_kind(shape) == "float":
-        raise TypeError(f"Cannot convert {list(shape)!r} to EagerTensor of dtype int32")   # TF's eager conversion
-    dims = _int_list(shape, "shape")
+def _dims(shape, op_type="Fill", convert="int32", vector_only=False):
+    """A constructor's shape argument as a tuple of ints (Note [int inputs]); a scalar is a vector of
+    one, except in graphs when `vector_only` (Fill's dims must be 1-D there, as in TF's shape function).
+
+    Raises:
+      TypeError: `shape` holds symbolic tensors (graphs: `_shape_dims` takes them), or TF's TypeErrors.
+      ValueError: a partly unknown TensorShape, or TF's conversion errors.
+      InvalidArgumentError: not a vector, or a negative size (ValueError in graphs).
+    """
+    if isinstance(shape, TensorShape) and not shape.is_fully_defined():
+        raise ValueError(f"Cannot make a tensor of the partly unknown shape {shape}; give every dimension.")
+    array = int_input(shape, "shape", op_type, convert)
+    if array.ndim > 1 or (vector_only and array.ndim == 0 and state.graphs):
+        raise shape_fns.shape_error(op_type, f"dims must represent a vector, got shape {list(array.shape)}")
+    dims = tuple(array.reshape(-1).tolist())
     shape_fns.check_rank(len(dims), op_type)
     for d in dims:
         if d < 0:
-            raise InvalidArgumentError(None, op_type, f"Dimension {d} must be >= 0 [Op:{op_type}]")
+            raise shape_fns.shape_error(op_type, f"Dimension {d} must be >= 0")
     return dims
 
 
-def _dynamic_dims(shape, op_type, vector_only=False):
-    """A shape holding symbolic tensors (graphs): a tuple when known while building, else an int tensor.
-
-    Raises:
-      TypeError: `shape` is not a shape (no ints, no int tensors).
-    """
-    dims = shape_tensors.sizes_or_tensor(shape, "shape", op_type)
-    if dims is None:
-        raise TypeError(f"shape must be a list of integers, got {shape!r}")
+def _shape_dims(shape, convert="int32", vector_only=False):
+    """zeros/ones/fill's shape: a tuple of ints, or in graphs, where it holds symbolic tensors
+    known only when the graph runs, the int tensor a Fill op takes (Note [size inputs])."""
+    try:
+        return _dims(shape, "Fill", convert, vector_only)
+    except TypeError:
+        if not shape_tensors.has_symbolic(shape):
+            raise
+    dims = shape_tensors.sizes_or_tensor(shape, "shape", "Fill")
     if not isinstance(dims, Tensor):
-        return _dims(dims if vector_only else np.atleast_1d(dims), op_type)
+        return _dims(dims if vector_only else np.atleast_1d(dims), "Fill")
     if dims._value.ndim == 0 and not vector_only:        # a scalar size: a vector of one
         dims = array_ops.reshape(dims, (1,))
     if dims._value.ndim != 1:
-        raise ValueError(f"dims of {op_type} must be a vector, got a tensor of shape {dims.shape}.")
+        raise ValueError(f"dims of Fill must be a vector, got a tensor of shape {dims.shape}.")
     return dims
 
 
 def _filled(shape, value, dtype):
-    """zeros/ones of a shape known only when the graph runs: a Fill of the scalar `value`."""
-    dims = _dynamic_dims(shape, "Fill")
-    scalar = Tensor(np.asarray(value, dtypes.as_dtype(dtype)._np))
+    """zeros/ones: `value` of `dtype` in `shape`; a Fill op when the shape is known only when the graph runs."""
+    dims = _shape_dims(shape)
+    np_dtype = dtypes.as_dtype(dtype)._np
+    if np_dtype.kind == "T":           # strings: zeros are empty; NumPy would write "0" (or "1")
+        if value:
+            raise TypeError(f"Cannot convert {value} to EagerTensor of dtype string")
+        scalar = Tensor(np.zeros((), np_dtype))
+    else:
+        scalar = Tensor(np.asarray(value, np_dtype))
     if isinstance(dims, Tensor):
         return execute(_fill, (scalar, dims), {})
     return Tensor(np.full(dims, scalar._value))
@@ -143,21 +266,13 @@ def _filled(shape, value, dtype):
 @tf_export("zeros")
 def zeros(shape, dtype=dtypes.float32, name=None):
     """A tensor of zeros of `shape` (default dtype float32); in graphs `shape` may hold tensors."""
-    try:
-        dims = _dims(shape)
-    except TypeError:
-        return _filled(shape, 0, dtype)
-    return Tensor(np.zeros(dims, dtypes.as_dtype(dtype)._np))
+    return _filled(shape, 0, dtype)
 
 
 @tf_export("ones")
 def ones(shape, dtype=dtypes.float32, name=None):
     """A tensor of ones of `shape` (default dtype float32); in graphs `shape` may hold tensors."""
-    try:
-        dims = _dims(shape)
-    except TypeError:
-        return _filled(shape, 1, dtype)
-    return Tensor(np.ones(dims, dtypes.as_dtype(dtype)._np))
+    return _filled(shape, 1, dtype)
 
 
 def _fill_shape(value, dims):
@@ -186,23 +301,20 @@ def fill(dims, value, name=None):
     In graphs, `dims` may be an int tensor or hold scalar tensors (`tf.shape(x)`).
 
     Raises:
-      InvalidArgumentError: `value` is not a scalar, or a negative dimension.
+      InvalidArgumentError: `value` is not a scalar, `dims` not a vector of integers, or a
+        negative dimension (ValueError while a graph is built; a scalar `dims` too).
+      TypeError, ValueError: `dims` cannot be converted to an int tensor (Note [int inputs]).
 
     >>> import tapeflow as tf
     >>> tf.fill([2], 3).numpy()
     array([3, 3], dtype=int32)
     """
-    _check_int_entries(dims, "dims", "Fill")
+    shape_ = _shape_dims(dims, "input", vector_only=True)
     value = convert_to_tensor(value)
     if value._value.ndim:
-        raise InvalidArgumentError(None, "Fill", f"value must be a scalar, got shape {list(value._value.shape)} "
-                                   "[Op:Fill]")
-    try:
-        shape_ = _dims(dims)
-    except TypeError:                                  # sizes from symbolic tensors (graphs)
-        shape_ = _dynamic_dims(dims, "Fill", vector_only=True)
-        if isinstance(shape_, Tensor):
-            return execute(_fill, (value, shape_), {})
+        raise shape_fns.shape_error("Fill", f"value must be a scalar, got shape {list(value._value.shape)}")
+    if isinstance(shape_, Tensor):
+        return execute(_fill, (value, shape_), {})
     return execute(_fill, (value,), {"dims": shape_})
 
 

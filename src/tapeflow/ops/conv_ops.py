@@ -18,6 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
@@ -254,9 +255,12 @@ def _spatial(value, what, n_spatial, channels_first, type_, default=None):
     """Normalizes strides/dilations/ksize (int, list of 1, n or n + 2) to an n-tuple."""
     if value is None:
         value = default
-    if isinstance(value, Tensor):
-        value = value._value.tolist()
-    vals = [int(v) for v in (np.atleast_1d(np.asarray(value)).tolist())]
+    if type(value) is int:
+        vals = [value]
+    elif type(value) in (list, tuple) and all(type(v) is int for v in value):
+        vals = list(value)
+    else:
+        vals = _window_ints(value, what, (1, n_spatial, n_spatial + 2))
     if len(vals) == 1:
         return tuple(vals) * n_spatial
     if len(vals) == n_spatial:
@@ -268,6 +272,38 @@ def _spatial(value, what, n_spatial, channels_first, type_, default=None):
                                                   f"and depth dimensions. [Op:{type_}]")
         return tuple(vals[2:]) if channels_first else tuple(vals[1:-1])
     raise ValueError(f"`{what}` should be of length 1, {n_spatial} or {n_spatial + 2}. Received: {what}={value}")
+
+
+def _window_ints(value, what, lengths):
+    """A strides/dilations/ksize argument other than ints, read as TensorFlow reads it: as a
+    sequence (an int-like scalar is one entry) whose entries go through int().
+
+    Raises:
+      TypeError: a tensor (in graphs, iterating a tensor: TF's OperatorNotAllowedInGraphError, a
+        TypeError; eagerly, a scalar one), or an entry int() rejects (text, None, NaN, a list).
+      ValueError: a length not in `lengths` (checked before the entries).
+      OverflowError: an infinite entry.
+    """
+    if isinstance(value, Tensor):
+        if state.graphs:
+            raise TypeError(f"Iterating over a symbolic `tf.Tensor` is not allowed (argument `{what}`); "
+                            "give a Python list of ints.")
+        if value._value.ndim == 0:
+            raise TypeError(f"Cannot iterate over a scalar tensor (argument `{what}`).")
+        value = list(value._value)
+    entries = list(value) if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    if len(entries) not in lengths:
+        raise ValueError(f"`{what}` should be of length {', '.join(map(str, lengths[:-1]))} or {lengths[-1]}. "
+                         f"Received: {what}={value}")
+    out = []
+    for v in entries:
+        try:
+            if isinstance(v, (str, bytes)):
+                raise TypeError
+            out.append(int(v))
+        except (TypeError, ValueError):
+            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
+    return out
 
 
 def _padding(padding, n_spatial, channels_first, type_, allow_explicit=True):
@@ -636,7 +672,7 @@ def _pool(kernel, input, ksize, strides, padding, data_format, explicit_ok):  # 
     cf = _channels_first(data_format, ("NHWC", "NCHW"))
     x = input if type(input) is Tensor else convert_to_tensor(input)
     known_rank(x, type_)
-    ksize = _spatial(ksize, "ksize", 2, cf, type_)
+    ksize = _spatial(ksize, "ksize", 2, cf, type_, default=1)
     strides = _spatial(strides, "strides", 2, cf, type_)
     if any(k <= 0 for k in ksize):
         raise InvalidArgumentError(None, type_, f"Sliding window ksize must be positive. The specified or inferred "

@@ -21,8 +21,8 @@ from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.ops import shape_tensors
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
-from tapeflow.ops.constant_value import concat_value, constant_value, pack_value, unpack_value
-from tapeflow.ops.constructor_ops import _check_int_entries, _int_input
+from tapeflow.ops.constant_value import concat_value, pack_value, unpack_value
+from tapeflow.ops.constructor_ops import _int_input, int_input
 from tapeflow.ops.grad_util import shape_tensor
 from tapeflow.ops import shape_fns
 from tapeflow.ops.shape_fns import merge_shapes
@@ -68,7 +68,7 @@ def stack(values, axis=0, name="stack"):
             if any(v is None for v in values):
                 raise
             # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
-    xs = convert_inputs(values)
+    xs = convert_inputs(values, list_of="Pack")
     rank_ = known_rank(xs[0], "Pack")
     shape_fns.check_rank(rank_ + 1, "Pack")
     if not -rank_ - 1 <= axis <= rank_:
@@ -105,7 +105,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
     """
     x = convert_to_tensor(value)
     rank_ = known_rank(x, "Unpack")
-    if not -rank_ <= axis < rank_:
+    if axis < -rank_ or axis >= rank_:                  # a NaN axis passes, as in TensorFlow (then fails indexing)
         raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
     axis %= rank_
     n = x._value.shape[axis]
@@ -195,7 +195,7 @@ def concat(values, axis, name="concat"):
     Raises:
       InvalidArgumentError: ranks or the other dimensions differ, or axis is out of range.
     """
-    xs = convert_inputs(values if isinstance(values, (list, tuple)) else [values])
+    xs = convert_inputs(values if isinstance(values, (list, tuple)) else [values], list_of="ConcatV2")
     if not xs:
         raise _shape_error("ConcatV2", "concat needs at least one tensor in `values`")
     if len(xs) == 1:
@@ -211,15 +211,9 @@ def concat(values, axis, name="concat"):
 
 
 def _concat_axis(axis):
-    """concat's `axis` as an int, its conversion errors as TensorFlow's."""
-    if axis is None:
-        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
-                         "Tensor (argument `axis` of concat).")
-    if isinstance(axis, (float, np.floating)):
-        raise TypeError(f"Cannot convert {axis!r} to EagerTensor of dtype int32")
-    _check_int_entries(axis, "axis", "ConcatV2")
-    value = np.asarray(axis._value if isinstance(axis, Tensor) else axis)
-    if value.size != 1:
+    """concat's `axis` as an int, its conversion errors as TensorFlow's (Note [int inputs])."""
+    value = int_input(axis, "axis", "ConcatV2")
+    if value.size != 1 or (value.ndim and state.graphs):   # the kernel takes a vector of one, not the shape function
         raise _shape_error("ConcatV2", f"axis of concat must be a scalar, got shape {list(value.shape)}")
     return int(value.reshape(()))
 
@@ -306,6 +300,8 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 
     Raises:
       InvalidArgumentError: sizes that do not add up, an uneven split or an axis out of range.
+      ValueError: a count that is a scalar but not a Python int (a float, a string, a scalar
+        tensor), as in TensorFlow.
 
     >>> import tapeflow as tf
     >>> [t.shape[1] for t in tf.split(tf.zeros([2, 5]), [1, -1], axis=1)]
@@ -314,12 +310,6 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     x = convert_to_tensor(value)
     rank_ = known_rank(x, "Split")
     splits = num_or_size_splits
-    if isinstance(splits, Tensor) and splits._value.ndim == 0:
-        known = constant_value(splits)
-        if known is None:
-            raise TypeError("The number of parts of tf.split must be known while the graph is built; pass a "
-                            "list of sizes (tensors allowed) instead of a symbolic count.")
-        splits = int(known)
     if isinstance(splits, (int, np.integer)):
         if splits < 1:
             raise _shape_error("Split", f"Value for attr 'num_split' of {int(splits)} must be at least minimum 1")
@@ -327,7 +317,13 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
             raise _shape_error("Split", f"-input rank(-{rank_}) <= split_dim < input rank ({rank_}), "
                                         f"but got {int(axis)}")
         return list(execute(_split_even, (x,), {"num_split": int(splits), "axis": int(axis) % rank_}))
-    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV"))
+    rank_0 = splits._value.ndim == 0 if isinstance(splits, Tensor) else (
+        splits is not None and not isinstance(splits, (list, tuple)) and np.ndim(splits) == 0)
+    if rank_0:
+        raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument to split (give an "
+                         f"int or a list of sizes). Argument provided: {splits}")
+    # sizes are converted without a dtype: floats fail the dtype check (Note [int inputs])
+    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV", "any"))
     if isinstance(sizes, Tensor):
         return _split_dynamic(x, sizes, axis, num)
     sizes = list(sizes)
@@ -488,13 +484,12 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
                          f"Received `mode` = {mode}")
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
     known_rank(x, op_type)
-    _check_int_entries(paddings, "paddings", op_type)
     if state.graphs:
         known = shape_tensors.sizes_or_tensor(paddings, "paddings", op_type)
         if isinstance(known, Tensor):
             return _pad_dynamic(x, known, mode, constant_values)
         paddings = paddings if known is None else known
-    pads = np.asarray(paddings._value if isinstance(paddings, Tensor) else paddings)
+    pads = int_input(paddings, "paddings", op_type)
     shape = x._value.shape
     if pads.ndim != 2 or pads.shape[1] != 2:
         raise _shape_error(op_type, f"paddings must be a matrix with 2 columns: {_shape_str(pads.shape)}")

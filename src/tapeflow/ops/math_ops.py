@@ -24,11 +24,12 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
-from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, execute, op, raise_type_mismatch
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, _tf_name, execute, op, raise_type_mismatch
 from tapeflow.ops.constant_value import cast_value
+from tapeflow.framework.symbolic import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import shape_fns
 from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
@@ -50,7 +51,7 @@ def _conj_if_complex(t):
 
 # `into`: the kernel is a plain ufunc, a plan may compute it into a dying input's buffer
 # (Note [buffer reuse] in graph/executor.py).
-@binary_op("AddV2", dtypes=NUMERIC_TYPES, into=np.add)
+@binary_op("AddV2", dtypes=NUMERIC_TYPES, into=np.add, accepts_indexed_slices=True)
 def add_v2(x, y):
     return np.add(x, y)
 
@@ -76,17 +77,37 @@ def add(x, y, name=None):
 
 @add_v2.def_grad(reads_inputs=False)
 def _add_grad(op, dz):
+    if type(dz) is IndexedSlices:
+        return _sparse_sum_grads(op, dz, negate=False)
     return binary_grads(op, dz, dz)          # d(x+y) = dx + dy
 
 
+def _sparse_sum_grads(op, dz, negate):
+    """The gradients of x + y (x - y with `negate`) for an IndexedSlices `dz`, of the kinds
+    TensorFlow's give: inside graphs, `dz` itself goes on to an input whose static shape is the
+    output's; eagerly, and to a broadcast input, the gradient is dense."""
+    x, y = op.inputs
+    skip = op.skip_input_indices
+    xs, ys = x._value.shape, y._value.shape
+    out = np.broadcast_shapes(xs, ys) if state.graphs and is_static(xs) and is_static(ys) else None
+    dense = None if out == xs and out == ys else convert_to_tensor(dz)
+    gx = None if 0 in skip else (dz if out == xs else unbroadcast(dense, xs, x))
+    if 1 in skip:
+        return gx, None
+    gy = dz if out == ys else unbroadcast(dense, ys, y)
+    return gx, (-gy if negate else gy)
+
+
 @tf_export("math.subtract", "subtract")
-@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract)
+@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True)
 def subtract(x, y):
     return np.subtract(x, y)
 
 
 @subtract.def_grad(reads_inputs=False)
 def _sub_grad(op, dz):
+    if type(dz) is IndexedSlices:
+        return _sparse_sum_grads(op, dz, negate=True)
     return binary_grads(op, dz, negative(dz))   # d(x-y) = dx - dy
 
 
@@ -561,6 +582,9 @@ def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
 
 @unary_op("Cast", same_dtype=False, shape=shape_fns.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
 def _cast(x, DstT):
+    if (x.dtype.kind == "T") != (DstT.kind == "T"):      # strings: tf.strings.as_string / to_number
+        raise UnimplementedError(None, "Cast", f"Cast {_tf_name(x.dtype)} to {_tf_name(DstT)} is not supported "
+                                 "[Op:Cast]")
     if x.dtype.kind == "c" and DstT.kind != "c":
         x = np.real(x)
     return np.asarray(x).astype(DstT, copy=False) if x.dtype != DstT else x
@@ -640,17 +664,40 @@ def _select_grad(op, dz):
 def where(condition, x=None, y=None, name=None):
     """Elementwise choice `x if condition else y` (broadcasting); with x and y None,
     the coordinates of true elements as an int64 [n, rank] tensor."""
-    condition = convert_to_tensor(condition)
     if x is None and y is None:
-        return array_ops.where_indices(condition)
+        return array_ops.where_indices(convert_to_tensor(condition))
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
+    given = condition
+    tensor = isinstance(condition, Tensor) or hasattr(condition, "_as_tensor")
+    condition = convert_to_tensor(condition) if tensor else _bool_condition(condition)
     if condition._value.dtype != np.bool_:
+        if state.graphs and type(given) is Tensor:      # TF's op builder fails an assertion on a captured
+            raise AssertionError("Unreachable")         # eager tensor of another dtype (tf.function)
+        if state.graphs:
+            raise TypeError(f"Input 'condition' of 'SelectV2' Op has type {condition.dtype.name} that does not "
+                            "match expected type of bool.")
         raise InvalidArgumentError(None, "SelectV2", f"condition must be a bool tensor, got {condition.dtype.name} [Op:SelectV2]")
     x, y = _binary_inputs(x, y)
     if x._value.dtype != y._value.dtype:
         raise InvalidArgumentError(None, "SelectV2", f"x and y must have the same dtype, got {x.dtype.name} and {y.dtype.name} [Op:SelectV2]")
     return execute(_select, (condition, x, y), {})
+
+
+def _bool_condition(value):
+    """A Python or NumPy `condition` of `where` converted to bool as TensorFlow converts the
+    SelectV2 input (bool only): numbers are TypeError; in graphs every entry is checked first."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return convert_to_tensor(np.zeros((0,), np.bool_))
+        from tapeflow.ops.slicing_ops import check_list_entries
+        check_list_entries(value)
+    if not state.graphs or value is None:
+        return convert_to_tensor(value, dtype=dtypes.bool)
+    try:
+        return convert_to_tensor(value, dtype=dtypes.bool)
+    except (TypeError, ValueError):
+        raise TypeError(f"Expected bool passed to parameter 'condition' of op 'SelectV2', got {value!r}.") from None
 
 
 @op("FillLike", same_dtype=False, shape=shape_fns.fill_like_shape, unknown_rank=True, differentiable=False)

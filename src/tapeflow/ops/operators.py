@@ -204,3 +204,4 @@ SymbolicTensor.__iter__ = _iter_symbolic
 IndexedSlices._as_tensor = _dense
 IndexedSlices.__neg__ = lambda s: IndexedSlices(math_ops.negative(s._values), s._indices, s._dense_shape)
 tensor_module._pack = array_ops.stack
+tensor_module._cast = math_ops.cast

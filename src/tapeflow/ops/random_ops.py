@@ -71,6 +71,7 @@ def _generator(seed):
 
 _FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 _UNIFORM = _FLOATS + (dtypes.int32, dtypes.int64)
+_INT_SHAPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
 
 
 def _shape(shape, type_):
@@ -81,7 +82,13 @@ def _shape(shape, type_):
     if sizes is not None:
         shape = sizes
     value = shape._value if isinstance(shape, Tensor) else shape
-    dims = np.asarray(value, dtype=np.int64)
+    dims = np.asarray(value)
+    if dims.dtype.kind not in "iu" and dims.size:        # Note [typed index inputs] in slicing_ops
+        from tapeflow.ops.slicing_ops import typed_index_error
+        name = "string" if dims.dtype.kind in "OSU" else dtypes.as_dtype(dims.dtype).name
+        raise typed_index_error("float32" if name == "float64" and not isinstance(value, np.ndarray) else name,
+                                "shape", type_, "T", _INT_SHAPES)
+    dims = dims.astype(np.int64)
     if dims.ndim != 1:
         raise InvalidArgumentError(None, type_, f"shape must be a vector of integers, got {value!r} [Op:{type_}]")
     for d in dims:

@@ -15,13 +15,14 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, shape_fns, shape_tensors
+from tapeflow.ops import array_ops, shape_fns, shape_tensors, slicing_ops
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops.math_ops import (
@@ -30,6 +31,7 @@ from tapeflow.ops.math_ops import (
 )
 from tapeflow.ops.unary_ops import exp, log, sqrt, square
 
+_INT32_64 = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
 
@@ -51,19 +53,16 @@ def _axes(axis, rank, op_type="Sum"):
             if value is None:
                 raise ValueError(f"The reduction axes of {op_type} must be known while the graph is built "
                                  f"(constants or values computed from static shapes), got {axis.name}.")
-        axis = np.asarray(value).reshape(-1).tolist()
+        value = np.asarray(value)
+        if value.ndim > 1 and state.graphs:
+            raise shape_fns.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+        axis = value.reshape(-1).tolist()
     elif isinstance(axis, (int, np.integer)):
         axis = (axis,)
     out = []
     for a in axis:
         if not isinstance(a, (int, np.integer)):
-            if a is None:
-                raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) "
-                                 "to a Tensor (argument `axis`).")
-            kind = {bool: "bool", str: "string"}.get(type(a), "float" if isinstance(a, float) else None)
-            if kind is None:
-                raise TypeError(f"Cannot convert {a!r} to EagerTensor of dtype int32")
-            raise array_ops.int_input_error(kind, "axis", op_type)
+            return _axes(_axes_value(axis, op_type), rank, op_type)
         a = int(a)
         if rank is None:
             out.append(a)
@@ -77,6 +76,23 @@ def _axes(axis, rank, op_type="Sum"):
                                        f"dimension: {a} [Op:{op_type}]")
         out.append(a)
     return tuple(out) if rank is None else tuple(sorted(out))
+
+
+def _axes_value(axis, op_type):
+    """A reduction `axis` list or array holding more than ints, converted as TensorFlow converts
+    its `reduction_indices` input (Note [typed index inputs]): the axes as a flat list of ints.
+
+    Raises:
+      TypeError: a tensor among the entries; in graphs, None or text among numbers, or
+        non-integers; eagerly a Python float.
+      ValueError: eagerly, None or text among numbers; a ragged list; in graphs, a rank above 1.
+      InvalidArgumentError: eagerly, floats, bools or text.
+    """
+    t = slicing_ops.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
+    value = np.asarray(constant_value(t) if isinstance(t, SymbolicTensor) else t._value)
+    if value.ndim > 1 and state.graphs:
+        raise shape_fns.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+    return value.reshape(-1).tolist()
 
 
 def _kept_shape(shape, axes):
@@ -606,10 +622,31 @@ def _cumulative_logsumexp_grad(op, dy):
     return parts[0] - parts[1]
 
 
+def _scan_axis(axis, op_type):
+    """A scan's `axis` given as other than a Python int, converted as TensorFlow converts its
+    int32/int64 scalar input (Note [typed index inputs]).
+
+    Raises:
+      InvalidArgumentError: eagerly a non-integer dtype; an axis that is not a scalar.
+      TypeError, ValueError: as TensorFlow's conversion (see `slicing_ops.typed_index`).
+    """
+    t = slicing_ops.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
+    value = constant_value(t) if isinstance(t, SymbolicTensor) else t._value
+    if value is None:
+        raise ValueError(f"The axis of {op_type} must be known while the graph is built (a constant or a value "
+                         f"computed from static shapes), got {t.name}.")
+    value = np.asarray(value)
+    if value.ndim:
+        raise InvalidArgumentError(None, op_type, f"ScanOp: axis must be a scalar, not {list(value.shape)} "
+                                   f"[Op:{op_type}]")
+    return int(value)
+
+
 def _scan_op(kernel, x, axis, exclusive, reverse):
     x = _tensor(x)
     rank = known_rank(x, kernel.type)
-    axis = int(axis)
+    if type(axis) is not int:
+        axis = _scan_axis(axis, kernel.type)
     if not -rank <= axis < rank:
         raise InvalidArgumentError(None, kernel.type, f"ScanOp: Expected scan axis in the range [{-rank}, {rank}), "
                                    f"but got {axis} [Op:{kernel.type}]")

@@ -23,7 +23,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import constructor_ops, shape_tensors
+from tapeflow.ops import constructor_ops, shape_fns, shape_tensors, slicing_ops
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 from tapeflow.ops.grad_util import shape_tensor, zeros_of
 from tapeflow.ops.variables import _read_variable_shape
@@ -166,10 +166,14 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     array([[1, 2],
            [4, 4]], dtype=int32)
     """
-    indices = convert_to_tensor(indices)
+    try:
+        indices = convert_to_tensor(indices)
+    except (ValueError, InvalidArgumentError):
+        if isinstance(indices, (list, tuple)):         # TF's class for a bad list (Note [typed index inputs])
+            slicing_ops.check_list_entries(indices)
+        raise
     if indices._value.dtype not in _GATHER_INDICES:
-        raise InvalidArgumentError(None, "GatherV2", f"Value for attr 'Tindices' of {indices.dtype.name} is not in "
-                                   "the list of allowed values: int16, int32, int64 [Op:GatherV2]")
+        raise slicing_ops.typed_index_error(indices.dtype.name, "indices", "GatherV2", "Tindices", _GATHER_INDICES)
     batch_dims = int(batch_dims)
     if batch_dims < 0:
         batch_dims += known_rank(indices, "GatherV2")
@@ -182,8 +186,8 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     params = convert_to_tensor(params)
     rank_ = known_rank(params, "GatherV2")
     if axis >= rank_ or axis < -rank_:
-        raise InvalidArgumentError(None, "GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
-                                   f"but is rank {rank_} [Op:GatherV2]")
+        raise shape_fns.shape_error("GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
+                                    f"but is rank {rank_}")
     if axis != -rank_:     # TensorFlow's gradient is sparse only for an axis written as 0, not as -rank
         axis %= rank_
     ishape = indices._value.shape

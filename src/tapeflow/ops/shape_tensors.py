@@ -26,17 +26,18 @@ from tapeflow.ops import constructor_ops
 _INT_TYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
 
 
-def _has_symbolic(value):
+def has_symbolic(value):
+    """Whether `value` is or holds (in nested lists) a symbolic tensor."""
     if isinstance(value, SymbolicTensor):
         return True
     if isinstance(value, (list, tuple)):
-        return any(_has_symbolic(v) for v in value)
+        return any(has_symbolic(v) for v in value)
     return False
 
 
 def _pack(value):
     """A nested list of ints and scalar tensors as one tensor (TF's auto-packing)."""
-    if not isinstance(value, (list, tuple)) or not _has_symbolic(value):
+    if not isinstance(value, (list, tuple)) or not has_symbolic(value):
         return value
     return array_ops.stack([_pack(v) for v in value])
 
@@ -52,7 +53,7 @@ def sizes_or_tensor(value, what, op_type):
     Raises:
       TypeError: the tensor is not of an integer type.
     """
-    if not _has_symbolic(value):
+    if not has_symbolic(value):
         return None
     t = _pack(value)
     if t._value.dtype not in _INT_TYPES:

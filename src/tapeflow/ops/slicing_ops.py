@@ -21,13 +21,14 @@ import functools
 
 import numpy as np
 
+from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, _const, known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import shape_tensors
+from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
+from tapeflow.ops import shape_fns, shape_tensors
 from tapeflow.ops.constant_value import constant_value, fully_known, known
 from tapeflow.ops.grad_util import shape_tensor
 from tapeflow.ops import math_ops
@@ -35,6 +36,7 @@ from tapeflow.ops import array_ops
 from tapeflow.ops import array_ops, math_ops
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
+_SLICE_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
 _py_slice = builtins.slice   # this module defines tf.slice
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
@@ -197,17 +199,98 @@ def _strided_slice_grad_grad(op, ddx):
     return None, None, None, None, execute(_strided_slice, (convert_to_tensor(ddx), begin, end, strides), masks)
 
 
-def _index_tensor(value, what, op_type="StridedSlice"):
-    """An int16/32/64 index tensor; Python lists become eager constants (static even in graphs)."""
+# Note [typed index inputs]: TensorFlow takes indices, axes, begins and sizes as tensor
+# inputs whose type attr (Tindices, Tidx, TI, Index) allows only some integer dtypes.  A
+# Python or NumPy value is converted as the attr's default dtype when it has one (so True,
+# [] and NumPy floats become integers), else as its own dtype; eagerly, a Python float given
+# to an input with a default dtype fails that conversion (TypeError).  A dtype outside the
+# list is InvalidArgumentError eagerly (TF's kernel lookup) and TypeError while a graph is
+# built (its op builder).  Callers convert as before and come here only on their error path.
+
+def typed_index(value, what, op_type, attr, allowed, default=None):
+    """`value` as the input `what` of `op_type` whose type attr `attr` allows the NumPy dtypes
+    `allowed` (`default`: the attr's default dtype), converted and checked like TensorFlow
+    (Note [typed index inputs]).  Python and NumPy values become eager tensors, also in graphs.
+
+    Raises:
+      TypeError: eagerly, a Python float for an input with a default dtype; in graphs, a dtype
+        not in `allowed`; TF's conversion errors (see `_python_entries`).
+      ValueError: None, or a ragged list; eagerly, None or text among numbers.
+      InvalidArgumentError: eagerly, a dtype not in `allowed`.
+    """
+    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+        t = convert_to_tensor(value)
+    elif default is not None and isinstance(value, float) and not state.graphs:
+        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {default.name}")
+    else:
+        if isinstance(value, (list, tuple)):
+            check_list_entries(value)
+        array = None
+        if default is not None:
+            try:
+                empty = isinstance(value, (list, tuple)) and not value
+                array = np.zeros((0,), default._np) if empty else _convert_python(value, default)
+            except (TypeError, ValueError):
+                pass
+        if array is None:
+            array = _convert_python(value, None)
+        t = convert_to_tensor(value) if array is None else Tensor(array)     # None: tensors in the list
+    if t._value.dtype not in allowed:
+        raise typed_index_error(t.dtype.name, what, op_type, attr, allowed)
+    return t
+
+
+def check_list_entries(value):
+    """Raises TensorFlow's conversion error for a list mixing tensors with None or text (TypeError),
+    or, in graphs, None or text with numbers (TypeError: its graph conversion checks each entry)."""
+    tensors = [v for v in value if isinstance(v, Tensor)]
+    odd = next((v for v in value if v is None or isinstance(v, (str, bytes))), None)
+    if tensors and odd is not None:
+        raise TypeError(f"Cannot convert {odd!r} to EagerTensor of dtype {tensors[0].dtype.name}")
+    text = sum(isinstance(v, (str, bytes)) for v in value)
+    if state.graphs and (any(v is None for v in value) or 0 < text < len(value)):
+        raise TypeError(f"Failed to convert elements of {value!r} to Tensor.")
+
+
+def typed_index_error(dtype_name, what, op_type, attr, allowed):
+    """The exception for a `dtype_name` tensor given to the input `what` of `op_type` whose type
+    attr `attr` allows the NumPy dtypes `allowed` (Note [typed index inputs])."""
+    names = ", ".join(sorted(dtypes.as_dtype(d).name for d in allowed))
+    if state.graphs:
+        return TypeError(f"Value passed to parameter '{what}' of {op_type} has DataType {dtype_name} not in list "
+                         f"of allowed values: {names}")
+    return InvalidArgumentError(None, op_type, f"Value for attr '{attr}' of {dtype_name} is not in the list of "
+                                f"allowed values: {names} (argument `{what}`) [Op:{op_type}]")
+
+
+def _slice_index(value, what):
+    return _index_tensor(value, what, "Slice", _SLICE_INDEX_DTYPES)
+
+
+def _index_tensor(value, what, op_type="StridedSlice", allowed=_INDEX_DTYPES):
+    """An index tensor of a dtype in `allowed` (StridedSlice: int16/32/64, Slice: int32/64); Python
+    lists become eager constants (static even in graphs)."""
     if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
         t = convert_to_tensor(value)
     else:
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except ValueError:                     # ragged, or tensors among Python values: TF's conversion errors
+            check_list_entries(value)
+            arr = np.asarray(convert_to_tensor(value)._value)
         if arr.dtype.kind in "iu" or arr.size == 0:
             fits = arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)
             arr = arr.astype(np.int32 if fits and arr.dtype != np.int64 else np.int64)
-        t = Tensor(arr)
-    if t._value.dtype not in _INDEX_DTYPES:
+            t = Tensor(arr)
+        elif arr.dtype.kind in "OSU":          # None, text, mixed entries: as TF converts them
+            if isinstance(value, (list, tuple)):
+                check_list_entries(value)
+            t = convert_to_tensor(value)
+        else:
+            t = Tensor(arr.astype(np.float32) if isinstance(value, (float, list, tuple)) else arr)
+    if t._value.dtype not in allowed:
+        if allowed is not _INDEX_DTYPES:
+            raise typed_index_error(t.dtype.name, what, op_type, "Index", allowed)
         raise InvalidArgumentError(
             None, op_type,
             f"Value for attr 'Index' of {t.dtype.name} is not in the list of allowed values: int16, int32, int64 "
@@ -265,15 +348,13 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
         if isinstance(known[0], Tensor) or isinstance(known[1], Tensor):
             return _dynamic_slice(x, begin if known[0] is None else known[0], size if known[1] is None else known[1])
         begin, size = (v if k is None else k for v, k in zip((begin, size), known))
-    begin_t, size_t = _index_tensor(begin, "begin", "Slice"), _index_tensor(size, "size", "Slice")
+    begin_t, size_t = _slice_indices(begin, size)
     if type(begin_t) is not Tensor or type(size_t) is not Tensor:   # read from variables in a graph
         return _dynamic_slice(x, begin_t, size_t)
     b, s = np.asarray(begin_t._value), np.asarray(size_t._value)
     shape = x._value.shape
     if b.shape != (len(shape),) or s.shape != (len(shape),):
-        raise InvalidArgumentError(
-            None, "Slice", f"Expected begin and size arguments to be 1-D tensors of size {len(shape)}, but got "
-            f"shapes {list(b.shape)} and {list(s.shape)} instead. [Op:Slice]")
+        raise _slice_shape_error(begin, size, b.shape, s.shape, len(shape))
     ends = []
     for i, (bi, si, d) in enumerate(zip(b.tolist(), s.tolist(), shape, strict=True)):
         if d is None:                                  # unknown until the graph runs: no static check
@@ -297,9 +378,39 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
                     "shrink_axis_mask": 0})
 
 
+def _slice_indices(begin, size):
+    """begin and size of tf.slice as int32/int64 tensors (Note [typed index inputs]).
+
+    Raises:
+      TypeError: eagerly, one of them cannot be converted to the other's dtype (TensorFlow
+        converts both to one Index dtype first: a bool begin makes the size [1, 1] fail).
+    """
+    try:
+        return _slice_index(begin, "begin"), _slice_index(size, "size")
+    except InvalidArgumentError:                       # eagerly: a dtype outside int32/int64
+        given = [v for v in (begin, size) if isinstance(v, Tensor)]
+        dtype = (given[0] if given else convert_to_tensor(begin)).dtype
+        for v in (begin, size):
+            if not isinstance(v, Tensor):
+                convert_to_tensor(v, dtype=dtype)      # TypeError where TF's matching conversion fails
+        raise
+
+
+def _slice_shape_error(begin, size, begin_shape, size_shape, rank):
+    """The exception for begin/size of tf.slice that are not vectors of the input's rank: an
+    empty Python list is a float32 tensor in TensorFlow (a dtype error); else a shape error,
+    ValueError while a graph is built (Note [build-time shape errors])."""
+    for v, what in ((begin, "begin"), (size, "size")):
+        if isinstance(v, (list, tuple)) and not v:
+            return typed_index_error("float32", what, "Slice", "Index", _SLICE_INDEX_DTYPES)
+    return shape_fns.shape_error(
+        "Slice", f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
+        f"{list(begin_shape)} and {list(size_shape)} instead.")
+
+
 def _dynamic_slice(x, begin, size):
     """tf.slice with a begin or size known only when the graph runs: the "Slice" op (Note [size inputs])."""
-    begin, size = _index_tensor(begin, "begin", "Slice"), _index_tensor(size, "size", "Slice")
+    begin, size = _slice_index(begin, "begin"), _slice_index(size, "size")
     if begin._value.dtype != size._value.dtype:                    # one index type, the wider
         wide = np.int64 if np.int64 in (begin._value.dtype, size._value.dtype) else np.int32
         begin, size = math_ops.cast(begin, wide), math_ops.cast(size, wide)
