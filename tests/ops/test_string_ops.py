@@ -223,3 +223,21 @@ def test_kernels_keep_nul_bytes():
     assert tf.strings.length(s).numpy().tolist() == [3, 1]
     assert tf.strings.join([s, s], separator="\x00").numpy().tolist() == [b"a\x00b\x00a\x00b", b"\x00\x00\x00"]
     assert tf.strings.upper(s).numpy().tolist() == [b"A\x00B", b"\x00"]
+
+
+# -- + joins strings (TensorFlow's string Add) ---------------------------------------------------
+
+ADDITION = {
+    "tensors": lambda tf, s: s + s,
+    "python_str": lambda tf, s: (s + "!", "<" + s),
+    "scalar": lambda tf, s: tf.constant("a") + tf.constant(b"\0b"),
+    "broadcast": lambda tf, s: tf.reshape(s, [4, 1]) + s,
+    "tf_add": lambda tf, s: tf.add(s, tf.constant("x")),
+    "tf_function": lambda tf, s: tf.function(lambda x: x + "y")(s),
+    "number": lambda tf, s: s + 1,
+}
+
+
+@pytest.mark.parametrize("name", list(ADDITION))
+def test_addition_joins(name):
+    same(lambda tf: ADDITION[name](tf, tf.constant(WORDS)))

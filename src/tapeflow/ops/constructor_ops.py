@@ -73,15 +73,21 @@ def int_attr_list(value, what, op_name):
     """
     if isinstance(value, (Tensor, Variable)):
         raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
+    return tuple(int_entries(value if isinstance(value, (list, tuple, np.ndarray)) else [value], what))
+
+
+def int_entries(entries, what):
+    """int() of each entry of an attr list (TensorFlow's _MakeInt): a string, None or NaN is a
+    TypeError, an infinity an OverflowError."""
     out = []
-    for v in value if isinstance(value, (list, tuple, np.ndarray)) else [value]:
+    for v in entries:
         try:
             if isinstance(v, (str, bytes)):
                 raise TypeError
             out.append(int(v))
         except (TypeError, ValueError):
             raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
-    return tuple(out)
+    return out
 
 
 # Note [int inputs]: TensorFlow takes shapes, perms, multiples, paddings and axes as

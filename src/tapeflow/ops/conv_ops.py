@@ -25,6 +25,7 @@ from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.symbolic import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, shape_tensors
+from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
@@ -295,15 +296,7 @@ def _window_ints(value, what, lengths):
     if len(entries) not in lengths:
         raise ValueError(f"`{what}` should be of length {', '.join(map(str, lengths[:-1]))} or {lengths[-1]}. "
                          f"Received: {what}={value}")
-    out = []
-    for v in entries:
-        try:
-            if isinstance(v, (str, bytes)):
-                raise TypeError
-            out.append(int(v))
-        except (TypeError, ValueError):
-            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
-    return out
+    return int_entries(entries, what)
 
 
 def _padding(padding, n_spatial, channels_first, type_, allow_explicit=True):

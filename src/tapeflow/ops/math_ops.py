@@ -51,9 +51,10 @@ def _conj_if_complex(t):
 
 # `into`: the kernel is a plain ufunc, a plan may compute it into a dying input's buffer
 # (Note [buffer reuse] in graph/executor.py).
-@binary_op("AddV2", dtypes=NUMERIC_TYPES, into=np.add, accepts_indexed_slices=True)
+@binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True)
 def add_v2(x, y):
-    return np.add(x, y)
+    out = np.add(x, y)                  # strings join (TensorFlow's string Add)
+    return out if type(out) is not str else np.asarray(out, x.dtype)
 
 
 @tf_export("math.add", "add")
@@ -793,7 +794,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         raise ValueError("Only one of transpose_a and adjoint_a can be True.")
     if transpose_b and adjoint_b:
         raise ValueError("Only one of transpose_b and adjoint_b can be True.")
-    a, b = _binary_inputs(a, b)
+    if type(a) is not Tensor or type(b) is not Tensor:     # as TF: `b` takes a's dtype as a hint only
+        a = convert_to_tensor(a)
+        b = convert_to_tensor(b, dtype_hint=a.dtype)
     if adjoint_a:
         a, transpose_a = conj(a), True
     if adjoint_b:
