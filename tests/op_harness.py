@@ -243,6 +243,8 @@ def run_second_order(spec, case_index):
     shapes = spec.shapes[case_index]
     arrays, extra = _sample(spec, rng, shapes, np.float64)
     wrt = _numeric_wrt(spec, len(arrays))
+    if not wrt:
+        pytest.skip(f"{spec.name}: no input checked numerically")
 
     def first_grad(*xs):
         args = [tapeflow.constant(a) for a in arrays]
@@ -384,6 +386,76 @@ def run_second_order_against_tf(spec, case_index):
                 _assert_close(a, b, tol, tol, f"{what}, shapes {shapes}")
 
 
+# -- forward mode: JVPs of each row ---------------------------------------------------------------
+
+def _float_outputs(module, out):
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    outs = [module.convert_to_tensor(o) for o in outs]
+    return [o for o in outs if o.dtype.is_floating or o.dtype.is_complex]
+
+
+def _jvps(module, fn, arrays, extra, wrt, tangents):
+    """The tangents of the row's float outputs (zeros where unconnected), by ForwardAccumulator."""
+    xs = [module.constant(a) for a in arrays]
+    with module.autodiff.ForwardAccumulator([xs[i] for i in wrt], [module.constant(t) for t in tangents]) as acc:
+        outs = _float_outputs(module, fn(module, *xs, *extra))
+    return [_to_numpy_any(module.convert_to_tensor(acc.jvp(o, unconnected_gradients="zero"))) for o in outs]
+
+
+def _jvp_case(spec, case_index):
+    rng = np.random.default_rng(700 + case_index)
+    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
+    wrt = _numeric_wrt(spec, len(arrays))
+    tangents = [rng.uniform(-1.0, 1.0, np.shape(arrays[i])).astype(arrays[i].dtype)
+                + (1j * rng.uniform(-1.0, 1.0, np.shape(arrays[i])) if arrays[i].dtype.kind == "c" else 0)
+                for i in wrt]
+    return arrays, extra, wrt, [t.astype(arrays[i].dtype) for i, t in zip(wrt, tangents)]
+
+
+def run_jvp(spec, case_index):
+    """Forward mode against float64 central differences along a random direction (real rows)."""
+    arrays, extra, wrt, tangents = _jvp_case(spec, case_index)
+    if not wrt:
+        pytest.skip(f"{spec.name}: no input checked numerically")
+    ours = _jvps(tapeflow, spec.fn, arrays, extra, wrt, tangents)
+    if any(a.dtype.kind == "c" for a in arrays):
+        return      # complex rows: compared with TensorFlow's forward mode only
+    eps = 1e-6
+
+    def at(sign):
+        moved = list(arrays)
+        for i, t in zip(wrt, tangents):
+            moved[i] = arrays[i] + sign * eps * t
+        return [np.asarray(o) for o in _float_outputs(tapeflow, spec.fn(tapeflow, *[tapeflow.constant(a)
+                                                                                       for a in moved], *extra))]
+    values = at(0.0)
+    numeric = [(p - m) / (2 * eps) for p, m in zip(at(1.0), at(-1.0), strict=True)]
+    for k, (got, want, value) in enumerate(zip(ours, numeric, values, strict=True)):
+        finite = np.isfinite(value)       # no derivative where the value itself is NaN (the mean of nothing)
+        _assert_close(np.where(finite, got, 0.0), np.where(finite, want, 0.0), spec.grad_tol, spec.grad_tol,
+                      f"{spec.name} JVP {k} vs central differences")
+
+
+def run_jvp_against_tf(spec, case_index):
+    """Forward mode against TensorFlow's ForwardAccumulator (float64)."""
+    tf = tf_module()
+    if not spec.check_tf_grad:
+        pytest.skip(f"{spec.name}: TensorFlow's gradient differs by convention")
+    arrays, extra, wrt, tangents = _jvp_case(spec, case_index)
+    ours = _jvps(tapeflow, spec.fn, arrays, extra, wrt, tangents)
+    try:
+        theirs = _jvps(tf, spec.tf_fn or spec.fn, arrays, extra, wrt, tangents)
+    except Exception as e:  # noqa: BLE001 - TensorFlow's own failure (no forward mode for an op it
+        # cannot differentiate twice, its QR gradient of an empty matrix): ours ran, nothing to compare
+        pytest.skip(f"TensorFlow's forward mode fails on {spec.name}: {type(e).__name__}")
+    for k, (got, want) in enumerate(zip(ours, theirs, strict=True)):
+        # TensorFlow's JVP is NaN where its gradient rules meet 0/0 (an empty segment, an empty
+        # reduction): the output is constant there; ours is checked against central differences.
+        tf_nan = np.isnan(want) & ~np.isnan(got)
+        _assert_close(np.where(tf_nan, 0.0, got), np.where(tf_nan, 0.0, want), max(spec.rtol, 1e-7),
+                      max(spec.atol, 1e-7), f"{spec.name} JVP {k} vs TensorFlow")
+
+
 def _assert_close(got, want, rtol, atol, what):
     if isinstance(want, (list, tuple)):
         got = got if isinstance(got, (list, tuple)) else [got]
@@ -430,6 +502,15 @@ def define_tests(specs, namespace):
     def test_second_order_against_tensorflow(spec, case):
         run_second_order_against_tf(spec, case)
 
+    @parametrize(specs)
+    def test_jvp(spec, case):
+        run_jvp(spec, case)
+
+    @parametrize(specs)
+    def test_jvp_against_tensorflow(spec, case):
+        run_jvp_against_tf(spec, case)
+
+    namespace.update(test_jvp=test_jvp, test_jvp_against_tensorflow=test_jvp_against_tensorflow)
     namespace.update(test_forward=test_forward, test_gradient=test_gradient,
                      test_second_order=test_second_order, test_against_tensorflow=test_against_tensorflow,
                      test_second_order_against_tensorflow=test_second_order_against_tensorflow)

@@ -147,3 +147,21 @@ def test_sparse_gradient_densified_by_cond_in_graphs():
     np.testing.assert_array_equal(ours.numpy(), [[0.0, 0.0], [1.0, 1.0]])
     tf = _tf_or_skip()
     assert isinstance(grad(tf), tf.IndexedSlices)
+
+
+def test_multiply_no_nan_complex_gradient_conjugates():
+    """multiply_no_nan's gradient is multiply's where y != 0: the other factor conjugated."""
+    def grads(tf, f):
+        x, y = tf.constant([1.0 + 2.0j, -0.5 + 1.0j]), tf.constant([0.3 - 1.0j, 2.0 + 0.5j])
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            z = f(x, y)
+            loss = tf.reduce_sum(tf.math.real(z * tf.math.conj(z)))
+        return [g.numpy() for g in tape.gradient(loss, [x, y])]
+    ours = grads(tapeflow, tapeflow.math.multiply_no_nan)
+    exact = grads(tapeflow, lambda x, y: x * y)
+    for a, b in zip(ours, exact):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    tf = _tf_or_skip()
+    theirs = grads(tf, tf.math.multiply_no_nan)
+    assert not all(np.allclose(a, b) for a, b in zip(theirs, exact))

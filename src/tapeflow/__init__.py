@@ -13,7 +13,8 @@ from tapeflow.framework.export import populate as _populate
 
 _populate(__name__)
 
-from tapeflow import bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, strings, test  # noqa: E402,F401
+from tapeflow import mixed_precision  # noqa: E402,F401  (before compat: it exports compat.v1.mixed_precision)
+from tapeflow import autodiff, bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, strings, test  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -162,8 +162,8 @@ def _execute_eager(inputs, attrs):
     n_results = attrs["n_results"]
     own = inputs[n_results:]
     tapes = state.tapes
-    custom = [tp for tp in tapes
-              if any(tp.is_watched(t._id) and t._value.dtype in TRAINABLE_NP for t in own)]
+    custom = [tp for tp in tapes      # accumulators differentiate f's own ops (pass-through record)
+              if not tp.is_accumulator and any(tp.is_watched(t._id) and t._value.dtype in TRAINABLE_NP for t in own)]
     try:
         state.tapes = custom
         outputs = execute(_custom_gradient_op, inputs, attrs)
@@ -236,6 +236,9 @@ def recompute_grad(f):
 
     @custom_gradient
     def inner(*args, **kwargs):
+        if any(recorder.is_accumulator for recorder in state.tapes):
+            raise NotImplementedError(f"recompute_grad tried to transpose grad of {getattr(f, '__name__', f)}. "
+                                      "Consider not using recompute_grad in forward mode autodiff.")
         with tapes_paused():
             result = f(*args, **kwargs)
 

@@ -1,3 +1,4 @@
-"""Eager autodiff: the tape (tape.py) and GradientTape (backprop.py)."""
+"""Eager autodiff: the tape (tape.py), GradientTape (backprop.py) and ForwardAccumulator
+(forwardprop.py)."""
 
-from tapeflow.eager import backprop, jacobians  # noqa: F401
+from tapeflow.eager import backprop, forwardprop, jacobians  # noqa: F401

@@ -69,7 +69,7 @@ def _named_dtype(value, role, index):
                         f"{index} of GradientTape.gradient must be a tf.Tensor or tf.Variable.") from None
 
 
-@tf_export("GradientTape")
+@tf_export("GradientTape", "autodiff.GradientTape")
 class GradientTape:
     """Records operations for automatic differentiation.
 

@@ -11,6 +11,7 @@ Structures (all keyed by tensor id or op id):
 """
 
 from tapeflow.framework.errors import InternalError
+from tapeflow.framework.op_def import OpRecord
 from tapeflow.ops import gradient_rules
 from tapeflow.ops.gradient_rules import apply_rule
 
@@ -50,6 +51,12 @@ class Tape:
 
     def is_watched(self, tensor_id):
         return tensor_id in self._tensor_tape
+
+    is_accumulator = False     # see ForwardAccumulator (op_def.record)
+
+    def _offer(self, op_, inputs, input_ids, outputs, attrs, skip):
+        """Records one op (op_def.record's one-tape path)."""
+        self._record(OpRecord(op_, inputs, input_ids, outputs, attrs, skip))
 
     def _record(self, rec):
         op_id = self._next_op_id

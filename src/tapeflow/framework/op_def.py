@@ -434,6 +434,9 @@ def record(op_, inputs, outputs, attrs):
     """Offers one executed op to every active tape (tape.h RecordOperation).
 
     A tape records the op when it traces one of its inputs of a trainable dtype.
+    The active recorders are GradientTapes' tapes and ForwardAccumulators'
+    (eager/forwardprop.py): both trace tensor ids (`_tensor_tape`) and take an
+    offered op (`_offer`); tapes share one record when there are several.
     """
     tapes = state.tapes
     if len(tapes) == 1 and 0 < len(inputs) <= 2:  # fast paths: one tape, unary or binary op
@@ -442,14 +445,14 @@ def record(op_, inputs, outputs, attrs):
         if len(inputs) == 1:
             t = inputs[0]
             if t._id in traced and t._value.dtype in _TRAINABLE:
-                tape._record(OpRecord(op_, inputs, (t._id,), outputs, attrs, ()))
+                tape._offer(op_, inputs, (t._id,), outputs, attrs, ())
             return
         x, y = inputs
         xi, yi = x._id, y._id
         hx, hy = xi in traced, yi in traced
         if (hx and x._value.dtype in _TRAINABLE) or (hy and y._value.dtype in _TRAINABLE):
             skip = () if hx and hy else ((1,) if hx else (0,))
-            tape._record(OpRecord(op_, inputs, (xi, yi), outputs, attrs, skip))
+            tape._offer(op_, inputs, (xi, yi), outputs, attrs, skip)
         return
     rec = None
     input_ids = [t._id for t in inputs]
@@ -462,6 +465,9 @@ def record(op_, inputs, outputs, attrs):
             if hit and t._value.dtype in _TRAINABLE:
                 break
         else:
+            continue
+        if tape.is_accumulator:            # a ForwardAccumulator computes tangents, keeps no record
+            tape._offer(op_, inputs, input_ids, outputs, attrs, ())
             continue
         if rec is None:
             skip = tuple(k for k, hit in enumerate(traced) if not hit) if False in traced else ()

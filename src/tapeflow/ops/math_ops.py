@@ -370,8 +370,9 @@ def _mul_no_nan(x, y):
 
 @_mul_no_nan.def_grad(reads_inputs=ALL)
 def _mul_no_nan_grad(op, dz):
-    x, y = op.inputs                       # d(xy) = y dx + x dy, with 0 * anything = 0
-    return binary_grads(op, _mul_no_nan(dz, y), _mul_no_nan(x, dz))
+    x, y = op.inputs                       # d(xy) = y dx + x dy, with 0 * anything = 0 (conjugated as
+    # Mul's: TensorFlow's MulNoNan gradient omits it, wrong for complex inputs)
+    return binary_grads(op, _mul_no_nan(dz, _conj_if_complex(y)), _mul_no_nan(_conj_if_complex(x), dz))
 
 
 @tf_export("math.multiply_no_nan")
