@@ -7,9 +7,8 @@ import numpy as np
 
 from tapeflow.eager.tape import Tape
 from tapeflow.framework import dtypes, nest
-from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.tensor import Tensor, convert_to_tensor, tape_activated, tape_deactivated
+from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.gradient_rules import UnconnectedGradients
 from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
@@ -108,19 +107,13 @@ class GradientTape:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter an already-active tape.")
         if self._tape is None:
             self._tape = Tape(self._persistent, self._watch_accessed_variables)
-        state.tapes.append(self._tape)
-        tape_activated()                    # Note [trace deletion] in framework/tensor.py
+        push_recorder(self._tape)            # Note [trace deletion] in framework/tensor.py
         self._recording = True
 
     def _pop_tape(self):
         if not self._recording:
             raise ValueError("Tape is not recording.")
-        tapes = state.tapes
-        for i in range(len(tapes) - 1, -1, -1):
-            if tapes[i] is self._tape:
-                del tapes[i]
-                break
-        tape_deactivated()
+        pop_recorder(self._tape)
         self._recording = False
 
     def watch(self, tensor):

@@ -31,7 +31,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import OpRecord
-from tapeflow.framework.tensor import Tensor, convert_to_tensor, tape_activated, tape_deactivated
+from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
 from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
 from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
@@ -173,17 +173,11 @@ class ForwardAccumulator:
     def _push(self):
         if self._recording:
             raise ValueError("Accumulator is already recording.")
-        state.tapes.append(self._acc)
-        tape_activated()
+        push_recorder(self._acc)
         self._recording = True
 
     def _pop(self):
-        tapes = state.tapes
-        for i in range(len(tapes) - 1, -1, -1):
-            if tapes[i] is self._acc:
-                del tapes[i]
-                break
-        tape_deactivated()
+        pop_recorder(self._acc)
         self._recording = False
 
     def _watch(self, primals, tangents):

@@ -460,8 +460,8 @@ def _pack_level(items, dtype, cast):
 # it (tape.h DeleteTrace), so ops whose outputs all died are forgotten and their
 # saved inputs freed.  A finalizer costs every tensor that dies about 0.15 µs,
 # taped or not, so `Tensor.__del__` exists only while some thread has an active
-# tape: GradientTape calls `tape_activated` / `tape_deactivated` as it enters and
-# leaves the stack, and the first and last of them install and remove it.  A
+# tape: tapes and accumulators enter and leave the stack through `push_recorder` /
+# `pop_recorder`, and the first and last of them install and remove it.  A
 # thread with no tape of its own finds `state.tapes` empty in it.
 
 def _delete_traces(self):
@@ -479,14 +479,22 @@ _active_tapes = [0]         # tapes on the stacks of all threads (Note [trace de
 _active_lock = threading.Lock()
 
 
-def tape_activated():
+def push_recorder(recorder):
+    """Puts a tape (or a forward accumulator) on this thread's stack of recorders."""
+    state.tapes.append(recorder)
     with _active_lock:
         _active_tapes[0] += 1
         if _active_tapes[0] == 1:
             Tensor.__del__ = _delete_traces
 
 
-def tape_deactivated():
+def pop_recorder(recorder):
+    """Takes `recorder` off this thread's stack (the innermost entry that is it)."""
+    tapes = state.tapes
+    for i in range(len(tapes) - 1, -1, -1):
+        if tapes[i] is recorder:
+            del tapes[i]
+            break
     with _active_lock:
         _active_tapes[0] -= 1
         if _active_tapes[0] == 0:
