@@ -30,7 +30,7 @@ from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import OpRecord
+from tapeflow.framework.op_def import SELF_ADJOINT, OpRecord
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
 from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
@@ -92,7 +92,14 @@ class _Accumulator:
 
 def _jvp(op_, inputs, input_ids, outputs, attrs, in_tangents):
     """The output tangents of one op (None where an output has none)."""
-    if op_.jvp is not None:
+    if op_.jvp is SELF_ADJOINT:
+        x, y, t = inputs[0]._value, outputs[0]._value, in_tangents[0]
+        if t is not None and x.dtype == y.dtype and x.dtype.kind == "f":
+            rec = OpRecord(op_, inputs, input_ids, outputs, attrs, ())
+            rec.outputs = outputs
+            tangents = apply_rule(rec, [t])
+            return [None if tangents is None else tangents[0]]
+    elif op_.jvp is not None:
         return op_.jvp(inputs, outputs, attrs, in_tangents)
     wanted = [i for i, o in enumerate(outputs) if o._value.dtype in _TRAINABLE]
     if not wanted or op_.grad is None:

@@ -69,9 +69,16 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   fresh_outputs   the kernel always returns new arrays (plans may reuse them).
 #   reads_variables_itself  the kernel gets None in place of its variable inputs
 #                   (Note [in-place updates] in ops/variables.py).
-#   jvp, batch_rule the forward-mode and vectorization rules (forward-mode issue).
+#   jvp             the forward-mode rule: SELF_ADJOINT (see below), or None to derive it
+#                   from the gradient rule (Note [JVP by double transpose] in eager/forwardprop.py).
+#   batch_rule      the vectorization rule (not used yet).
 
 ALL = True      # `grad_reads_inputs=ALL`: the gradient reads every input
+
+# `jvp=SELF_ADJOINT`: an elementwise op of one real input whose output has its dtype has a
+# diagonal Jacobian, so its gradient rule applied to a tangent is the tangent's image
+# (eager/forwardprop.py); other dtypes derive the JVP from the rule (Note [JVP by double transpose]).
+SELF_ADJOINT = object()
 
 
 class Op:
@@ -84,7 +91,7 @@ class Op:
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
                  differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
-                 fresh_outputs=False, reads_variables_itself=False):
+                 fresh_outputs=False, reads_variables_itself=False, jvp=None):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -106,7 +113,7 @@ class Op:
         self.into = into
         self.fresh_outputs = fresh_outputs
         self.reads_variables_itself = reads_variables_itself
-        self.jvp = None
+        self.jvp = jvp
         self.batch_rule = None
         self.__name__ = kernel.__name__
         self.__qualname__ = kernel.__qualname__

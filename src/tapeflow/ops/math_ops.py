@@ -49,9 +49,32 @@ def _conj_if_complex(t):
 
 # -- binary arithmetic -------------------------------------------------------
 
+def _sum_jvp(sign):
+    """The JVP of x + sign * y: the tangents combined the same way, broadcast to the output."""
+    def jvp(inputs, outputs, attrs, tangents):
+        tx, ty = tangents
+        if ty is not None:
+            ty = ty if sign > 0 else negative(ty)
+            out = ty if tx is None else add_v2(tx, ty)
+        else:
+            out = tx
+        if out._value.shape != outputs[0]._value.shape:     # one side broadcast the other
+            out = add_v2(out, zeros_like(outputs[0]))
+        return [out]
+    return jvp
+
+
+def _mul_jvp(inputs, outputs, attrs, tangents):
+    """The JVP of x * y: tx y + x ty."""
+    (x, y), (tx, ty) = inputs, tangents
+    terms = [multiply(t, other) for t, other in ((tx, y), (ty, x)) if t is not None]
+    return [terms[0] if len(terms) == 1 else add_v2(*terms)]
+
+
 # `into`: the kernel is a plain ufunc, a plan may compute it into a dying input's buffer
 # (Note [buffer reuse] in graph/executor.py).
-@binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True)
+@binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True,
+           jvp=_sum_jvp(1))
 def add_v2(x, y):
     out = np.add(x, y)                  # strings join (TensorFlow's string Add)
     return out if type(out) is not str else np.asarray(out, x.dtype)
@@ -100,7 +123,7 @@ def _sparse_sum_grads(op, dz, negate):
 
 
 @tf_export("math.subtract", "subtract")
-@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True)
+@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True, jvp=_sum_jvp(-1))
 def subtract(x, y):
     return np.subtract(x, y)
 
@@ -113,7 +136,7 @@ def _sub_grad(op, dz):
 
 
 @tf_export("math.multiply", "multiply")
-@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply)
+@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply, jvp=_mul_jvp)
 def multiply(x, y):
     return np.multiply(x, y)
 
