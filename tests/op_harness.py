@@ -313,9 +313,10 @@ def run_against_tf(spec, case_index, dtype):
             _assert_close(a, b, rtol * 10, atol * 10, f"{spec.name} gradient {wrt[i]} vs TensorFlow ({dtype})")
 
 
-def _weighted_total(module, tensors, seed):
+def weighted_total(module, tensors, seed=1000, shapes=None):
     """sum_k <t_k, w_k> with fixed random weights w_k (real parts of complex terms): a scalar
-    depending on every float tensor of `tensors` (None entries are skipped), or None."""
+    depending on every float tensor of `tensors` (None entries are skipped), or None.  `shapes`
+    gives the tensors' shapes where their static shapes may be partly unknown (tf.function)."""
     terms = []
     for k, t in enumerate(tensors):
         if t is None:
@@ -323,7 +324,8 @@ def _weighted_total(module, tensors, seed):
         t = module.convert_to_tensor(t)
         if not (t.dtype.is_floating or t.dtype.is_complex):
             continue
-        w = np.random.default_rng(seed + k).uniform(0.5, 1.5, t.shape.as_list()).astype(t.dtype.as_numpy_dtype)
+        shape = shapes[k] if shapes is not None else t.shape.as_list()
+        w = np.random.default_rng(seed + k).uniform(0.5, 1.5, shape).astype(t.dtype.as_numpy_dtype)
         terms.append(module.reduce_sum(module.math.real(t * w) if t.dtype.is_complex else t * w))
     return module.add_n(terms) if len(terms) > 1 else (terms[0] if terms else None)
 
@@ -343,11 +345,11 @@ def _second_order_blocks(module, spec, fn, arrays, extra, wrt):
             if spec.square_outputs:
                 outs = [o * o for o in map(module.convert_to_tensor, outs)
                         if o.dtype.is_floating or o.dtype.is_complex]
-            y = _weighted_total(module, outs, 1000)
+            y = weighted_total(module, outs, 1000)
         if y is None:
             return None
         grads = [None if g is None else module.convert_to_tensor(g) for g in inner.gradient(y, watched)]
-        totals = [None if g is None else _weighted_total(module, [g], 2000 + k) for k, g in enumerate(grads)]
+        totals = [None if g is None else weighted_total(module, [g], 2000 + k) for k, g in enumerate(grads)]
     blocks = [[None] * len(wrt) if t is None else
               [None if h is None else _to_numpy_any(module.convert_to_tensor(h)) for h in outer.gradient(t, watched)]
               for t in totals]

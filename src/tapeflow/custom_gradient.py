@@ -25,6 +25,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.variables import Variable
 from tapeflow.framework.export import tf_export
 from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
+from tapeflow.eager import forwardprop
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.ops import array_ops
 
@@ -236,7 +237,7 @@ def recompute_grad(f):
 
     @custom_gradient
     def inner(*args, **kwargs):
-        if any(recorder.is_accumulator for recorder in state.tapes):
+        if forwardprop.accumulating():
             raise NotImplementedError(f"recompute_grad tried to transpose grad of {getattr(f, '__name__', f)}. "
                                       "Consider not using recompute_grad in forward mode autodiff.")
         with tapes_paused():

@@ -48,7 +48,7 @@ for _path in (_TESTS, os.path.join(_TESTS, "ops")):
         sys.path.append(_path)
 
 import tapeflow  # noqa: E402
-from op_harness import any_real  # noqa: E402
+from op_harness import any_real, weighted_total  # noqa: E402,F401  (weighted_total: used as fp.weighted_total)
 
 # The spec tables (tests/ops/test_<short>_ops.py), imported under the names pytest gives them.
 ROW_MODULES = ("math", "unary", "nn", "reduction", "array", "slicing", "scatter", "linalg", "conv", "einsum",
@@ -363,22 +363,6 @@ def forward(module, program, leaves):
 
 def loss_weights(shape, k, dtype):
     return np.random.default_rng(1000 + k).uniform(0.5, 1.5, shape).astype(dtype)
-
-
-def weighted_total(module, tensors, seed=1000, shapes=None):
-    """sum_k <t_k, w_k> (real parts), with fixed random weights; None when nothing is float.
-    `shapes` gives the tensors' shapes where their static shapes may be partly unknown (tf.function)."""
-    terms = []
-    for k, t in enumerate(tensors):
-        if t is None:
-            continue
-        t = module.convert_to_tensor(t)
-        if not (t.dtype.is_floating or t.dtype.is_complex):
-            continue
-        shape = shapes[k] if shapes is not None else t.shape.as_list()
-        w = np.random.default_rng(seed + k).uniform(0.5, 1.5, shape).astype(t.dtype.as_numpy_dtype)
-        terms.append(module.reduce_sum(module.math.real(t * w) if t.dtype.is_complex else t * w))
-    return module.add_n(terms) if len(terms) > 1 else (terms[0] if terms else None)
 
 
 def is_float(t):
