@@ -24,6 +24,7 @@ gradients with unknown dims against TensorFlow.
 """
 
 import dataclasses
+import warnings
 import importlib.util
 from typing import Any, Callable, Optional, Sequence
 
@@ -116,6 +117,8 @@ class OpSpec:
       square_outputs: square the op's float outputs before the second-order check, so that the
         gradient rule of a linear op (whose gradient does not depend on its input) is itself
         differentiated (reshapes, slices, gathers...).
+      vmap: check `tf.vectorized_map` and the vectorized Jacobian on the row (off only for rows
+        whose function reads values in Python: give the reason in a comment on the row).
     """
 
     name: str
@@ -135,6 +138,7 @@ class OpSpec:
     check_tf_grad: bool = True
     tf_second_order_skip: Sequence[tuple] = ()
     square_outputs: bool = False
+    vmap: bool = True
 
     def __str__(self):
         return self.name
@@ -458,6 +462,79 @@ def run_jvp_against_tf(spec, case_index):
                       max(spec.atol, 1e-7), f"{spec.name} JVP {k} vs TensorFlow")
 
 
+_VMAP_BATCH = 3
+
+
+def _vmap_case(spec, case_index):
+    """A batch of `_VMAP_BATCH` examples of the row's inputs (stacked) and its extra inputs."""
+    rng = np.random.default_rng(900 + case_index)
+    shapes = spec.shapes[case_index]
+    examples = [_sample(spec, rng, shapes, np.float64) for _ in range(_VMAP_BATCH)]
+    extra = _sample(spec, np.random.default_rng(900 + case_index), shapes, np.float64)[1]
+    stacked = [np.stack([ex[0][i] for ex in examples]) for i in range(len(shapes))]
+    return stacked, extra
+
+
+def _stack_outputs(outs):
+    """The per-example outputs of a Python loop stacked like vectorized_map's."""
+    first = outs[0]
+    if isinstance(first, (list, tuple)):
+        return [_stack_outputs([o[k] for o in outs]) for k in range(len(first))]
+    return np.stack([_to_numpy(o) for o in outs])
+
+
+def run_vectorized_map(spec, case_index, batched):
+    """`tf.vectorized_map` over the row's inputs against a Python loop over the examples.
+
+    `batched` is "all" (every input has the batch axis) or "first" (input 0 only; the
+    others are the first example's, shared).  An op without a batching rule fails
+    (its fallback warns)."""
+    if not spec.vmap:
+        pytest.skip(f"{spec.name}: reads values in Python")
+    stacked, extra = _vmap_case(spec, case_index)
+    if batched == "first" and len(stacked) < 2:
+        pytest.skip("one input")
+    tf = tapeflow
+    shared = [None] + [a if batched == "all" else a[0] for a in stacked[1:]]
+    mapped = [0] + (list(range(1, len(stacked))) if batched == "all" else [])
+
+    def example(args):
+        xs = list(shared)
+        for i, a in zip(mapped, args, strict=True):
+            xs[i] = a
+        return spec.fn(tf, *[x if isinstance(x, tf.Tensor) else tf.constant(x) for x in xs], *extra)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        got = tf.vectorized_map(example, tuple(tf.constant(stacked[i]) for i in mapped))
+    want = _stack_outputs([example([a[b] for a in (stacked[i] for i in mapped)]) for b in range(_VMAP_BATCH)])
+    _assert_close(_to_numpy(got), want, max(spec.rtol, 1e-10), max(spec.atol, 1e-10),
+                  f"{spec.name} vectorized_map ({batched} batched)")
+
+
+def run_pfor_jacobian(spec, case_index):
+    """The vectorized Jacobian (one batched backprop) against the row-by-row loop."""
+    if not spec.vmap:
+        pytest.skip(f"{spec.name}: reads values in Python")
+    rng = np.random.default_rng(950 + case_index)
+    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
+    wrt = _wrt(spec, len(arrays))
+    tf = tapeflow
+    xs = [tf.constant(a) for a in arrays]
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([xs[i] for i in wrt])
+        out = _flatten_outputs(spec.fn(tf, *xs, *extra))
+        out = tf.convert_to_tensor(out)
+    if not (out.dtype.is_floating or out.dtype.is_complex):
+        pytest.skip("no float output")
+    sources = [xs[i] for i in wrt]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        got = tape.jacobian(out, sources, unconnected_gradients="zero")
+    want = tape.jacobian(out, sources, unconnected_gradients="zero", experimental_use_pfor=False)
+    _assert_close(_to_numpy(got), _to_numpy(want), 1e-10, 1e-10, f"{spec.name} vectorized jacobian")
+
+
 def _assert_close(got, want, rtol, atol, what):
     if isinstance(want, (list, tuple)):
         got = got if isinstance(got, (list, tuple)) else [got]
@@ -512,6 +589,16 @@ def define_tests(specs, namespace):
     def test_jvp_against_tensorflow(spec, case):
         run_jvp_against_tf(spec, case)
 
+    @parametrize(specs)
+    @pytest.mark.parametrize("batched", ["all", "first"])
+    def test_vectorized_map(spec, case, batched):
+        run_vectorized_map(spec, case, batched)
+
+    @parametrize(specs)
+    def test_pfor_jacobian(spec, case):
+        run_pfor_jacobian(spec, case)
+
+    namespace.update(test_vectorized_map=test_vectorized_map, test_pfor_jacobian=test_pfor_jacobian)
     namespace.update(test_jvp=test_jvp, test_jvp_against_tensorflow=test_jvp_against_tensorflow)
     namespace.update(test_forward=test_forward, test_gradient=test_gradient,
                      test_second_order=test_second_order, test_against_tensorflow=test_against_tensorflow,

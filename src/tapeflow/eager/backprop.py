@@ -253,7 +253,7 @@ class GradientTape:
             raise RuntimeError("GradientTape must be created with persistent=True to compute the "
                                "jacobian with eager execution enabled and with experimental_use_pfor "
                                "set to False.")
-        return jacobians.jacobian(self, target, sources, _unconnected(unconnected_gradients))
+        return jacobians.jacobian(self, target, sources, _unconnected(unconnected_gradients), experimental_use_pfor)
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -262,7 +262,8 @@ class GradientTape:
         Raises:
           ValueError: target and source disagree on the batch (first) dimension.
         """
-        return jacobians.batch_jacobian(self, target, source, _unconnected(unconnected_gradients))
+        return jacobians.batch_jacobian(self, target, source, _unconnected(unconnected_gradients),
+                                        experimental_use_pfor)
 
     _check_arguments = staticmethod(_check_arguments)     # for jacobians.py, before it takes the tape
 

@@ -1,17 +1,24 @@
-"""Full and batch Jacobians from a tape: one backprop per target element (row).
+"""Full and batch Jacobians from a tape.
 
-Each row seeds the backprop with a one-hot output gradient, so nothing new is
-recorded on the tape; the rows are stacked with tapeflow ops, so a Jacobian
-computed under an outer tape can be differentiated again.
+Note [vectorized Jacobians]: with `experimental_use_pfor=True` (the default)
+the backprop runs once, seeded with a batched output gradient (ops/batching.py)
+whose examples are the rows of the identity: each gradient rule then runs
+once on all rows through the batching rules of the ops it uses, and the
+stacked source gradients are the Jacobian.  With `experimental_use_pfor=False`
+each row seeds its own backprop with a one-hot output gradient.  Either way
+nothing new is recorded on the tape, and the work is done with tapeflow ops,
+so a Jacobian computed under an outer tape can be differentiated again.
 """
 
 import numpy as np
 
 from tapeflow.framework import nest
+from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.eager.backprop import UnconnectedGradients
 from tapeflow.ops import array_ops
+from tapeflow.ops.batching import vectorizing
 from tapeflow.ops.variables import Variable
 
 
@@ -57,12 +64,38 @@ def _as_target(target, method):
                          f"GradientTape.{method} must be a tf.Tensor or tf.Variable computed under the tape.")
 
 
-def jacobian(tape, target, sources, unconnected):
+def _stacked_rows(tape, target, sources, seed):
+    """The gradients of `target` against `sources` for every example of the stacked
+    output gradient `seed`, in one batched backprop (Note [vectorized Jacobians]);
+    each stacked, or None where unconnected."""
+    n = seed.shape[0]
+    if state.graphs:
+        seed = state.graphs[-1].constant_node(Tensor(seed))
+    else:
+        seed = Tensor(seed)
+    with tape._as_persistent(), vectorizing(n) as level:
+        grads = tape._compute([target], sources, [level.batch(seed)])
+        return [None if g is None else level.unbatch(convert_to_tensor(g)) for g in grads]
+
+
+def _pfor_ready(tape, target):
+    """Whether the vectorized Jacobian applies: a target of known static shape."""
+    shape = target._value.shape
+    return shape is not None and None not in shape
+
+
+def jacobian(tape, target, sources, unconnected, use_pfor=True):
     target = _as_target(target, "jacobian")
     flat_sources = nest.flatten(sources)
     tape._check_arguments([target], flat_sources)     # Note [non-tensor arguments] in backprop.py
     tshape, tdtype = target._value.shape, target._value.dtype
     n = int(np.prod(tshape, dtype=np.int64))
+    if use_pfor and n and _pfor_ready(tape, target):
+        seed = np.eye(n, dtype=tdtype).reshape((n,) + tuple(tshape))
+        stacked = _stacked_rows(tape, target, flat_sources, seed)
+        out = [_assemble_stacked(g, s, tuple(tshape) + tuple(s._value.shape), unconnected)
+               for g, s in zip(stacked, flat_sources, strict=True)]
+        return nest.pack_sequence_as(sources, out)
     # An empty target still takes one (empty) backprop, which tells connected
     # sources (empty Jacobians) from unconnected ones (None), as in TensorFlow.
     seeds = _one_hot_seeds(1, n, tdtype, tshape) if n else [np.zeros(tshape, tdtype)]
@@ -72,7 +105,16 @@ def jacobian(tape, target, sources, unconnected):
     return nest.pack_sequence_as(sources, out)
 
 
-def batch_jacobian(tape, target, source, unconnected):
+def _assemble_stacked(g, source, shape, unconnected):
+    """One source's stacked gradient rows reshaped to the Jacobian's `shape`."""
+    if g is None:
+        if unconnected is UnconnectedGradients.NONE:
+            return None
+        return Tensor(np.zeros(shape, source._value.dtype))
+    return array_ops.reshape(g, shape)
+
+
+def batch_jacobian(tape, target, source, unconnected, use_pfor=True):
     target = _as_target(target, "batch_jacobian")
     if not isinstance(source, (Tensor, Variable)):
         raise AttributeError(f"'{type(source).__name__}' object has no attribute 'shape': the source of "
@@ -87,6 +129,8 @@ def batch_jacobian(tape, target, source, unconnected):
                          f"({list(sshape)}) to match.")
     batch, inner = tshape[0], tshape[1:]
     n = int(np.prod(inner, dtype=np.int64))
+    if use_pfor and n and batch and _pfor_ready(tape, target):
+        return _batch_jacobian_pfor(tape, target, source, unconnected, n)
     seeds = _one_hot_seeds(batch, n, target._value.dtype, tshape)
     rows = _rows(tape, target, [source], seeds)
     out_shape = (batch,) + inner + sshape[1:]
@@ -95,3 +139,17 @@ def batch_jacobian(tape, target, source, unconnected):
         # dtype) whatever `unconnected_gradients` says.
         return Tensor(np.zeros(out_shape, target._value.dtype))
     return _assemble([r[0] for r in rows], source, out_shape, unconnected, axis=1)
+
+
+def _batch_jacobian_pfor(tape, target, source, unconnected, n):
+    """batch_jacobian in one batched backprop: example j of the seed is one at inner
+    position j of every row of the batch (Note [vectorized Jacobians])."""
+    tshape, sshape = target._value.shape, source._value.shape
+    batch, dtype = tshape[0], target._value.dtype
+    seed = np.broadcast_to(np.eye(n, dtype=dtype)[:, None, :], (n, batch, n)).reshape((n,) + tuple(tshape))
+    (g,) = _stacked_rows(tape, target, [source], np.ascontiguousarray(seed))
+    out_shape = (batch,) + tuple(tshape[1:]) + tuple(sshape[1:])
+    if g is None:
+        return Tensor(np.zeros(out_shape, dtype))      # as TensorFlow: zeros whatever `unconnected` says
+    rows = array_ops.reshape(g, (n, batch, -1))       # [inner target, batch, inner source]
+    return array_ops.reshape(array_ops.transpose(rows, (1, 0, 2)), out_shape)

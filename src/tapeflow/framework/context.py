@@ -15,6 +15,7 @@ class _State(threading.local):
         self.graphs = []       # default graphs, innermost last (graph mode)
         self.scopes = {}       # scoped settings (strategy, name scope, ...)
         self.variable_watchers = []   # custom_gradient's watchers of variable reads
+        self.vmaps = []        # active vectorizations, innermost last (ops/batching.py)
 
 
 state = _State()

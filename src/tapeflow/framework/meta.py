@@ -28,5 +28,7 @@ class Meta:
             n *= d
         return n
 
+    nbytes = 0      # no array behind it: never worth a stand-in (Note [saved inputs])
+
     def __repr__(self):
         return f"Meta({self.shape}, {self.dtype})"

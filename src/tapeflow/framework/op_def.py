@@ -71,7 +71,8 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #                   (Note [in-place updates] in ops/variables.py).
 #   jvp             the forward-mode rule: SELF_ADJOINT (see below), or None to derive it
 #                   from the gradient rule (Note [JVP by double transpose] in eager/forwardprop.py).
-#   batch_rule      the vectorization rule (not used yet).
+#   batch_rule      the vectorization rule: ELEMENTWISE, a rule, or None to run the op once per
+#                   example (Note [batching rules] in ops/batching.py).
 
 ALL = True      # `grad_reads_inputs=ALL`: the gradient reads every input
 
@@ -91,7 +92,7 @@ class Op:
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
                  differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
-                 fresh_outputs=False, reads_variables_itself=False, jvp=None):
+                 fresh_outputs=False, reads_variables_itself=False, jvp=None, batch=None):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -114,7 +115,7 @@ class Op:
         self.fresh_outputs = fresh_outputs
         self.reads_variables_itself = reads_variables_itself
         self.jvp = jvp
-        self.batch_rule = None
+        self.batch_rule = batch
         self.__name__ = kernel.__name__
         self.__qualname__ = kernel.__qualname__
         self.__doc__ = kernel.__doc__
@@ -157,6 +158,12 @@ class Op:
             self.grad_reads_outputs = reads_outputs
             return fn
         return register if fn is None else register(fn)
+
+    def def_batch(self, fn):
+        """Declares the batching rule of this op (decorator; Note [batching rules] in
+        ops/batching.py)."""
+        self.batch_rule = fn
+        return fn
 
     def __repr__(self):
         return f"<tapeflow op {self.type}>"
@@ -324,6 +331,10 @@ def execute(op_, inputs, attrs):
 
     This is the only path by which tensors are made from other tensors.
     """
+    if state.vmaps:                  # inside a vectorized function (ops/batching.py)
+        for t in inputs:
+            if t._is_batched:
+                return state.vmaps[-1].apply(op_, inputs, attrs)
     if len(inputs) == 1:
         values = (inputs[0]._value,)
         if op_.allowed is not None and values[0].dtype not in op_.allowed:

@@ -32,6 +32,7 @@ class Tensor:
 
     _is_variable = False        # see Variable
     _is_symbolic = False        # see SymbolicTensor
+    _is_batched = False         # see ops/batching.py
     __array_priority__ = 100
 
     def __init__(self, value):

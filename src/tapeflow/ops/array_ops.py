@@ -22,7 +22,7 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import shape_fns, shape_tensors
+from tapeflow.ops import batching, shape_fns, shape_tensors
 from tapeflow.ops.constant_value import identity_value
 from tapeflow.ops.grad_util import reshape_like, unbroadcast
 
@@ -63,7 +63,7 @@ def _axis_attr(axis, rank_, op_type, what="axis"):
 
 # Note [unknown rank] in framework/symbolic.py: the identities take inputs of unknown rank.
 @op("Identity", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, value_rule=identity_value,
-    accepts_indexed_slices=True)
+    accepts_indexed_slices=True, batch=batching.ELEMENTWISE)
 def _identity(x):
     return x
 
@@ -80,7 +80,7 @@ def identity(input, name=None):  # noqa: A002
 
 
 @op("IdentityN", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True,
-    accepts_indexed_slices=True)
+    accepts_indexed_slices=True, batch=batching.PASSING)
 def _identity_n(*xs):
     return xs
 
@@ -98,7 +98,7 @@ def identity_n(input, name=None):  # noqa: A002
 
 
 @op("StopGradient", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, differentiable=False,
-    value_rule=identity_value)
+    value_rule=identity_value, batch=batching.ELEMENTWISE)
 def _stop_gradient(x):
     return x
 
@@ -208,6 +208,14 @@ def _reshape(x, shape):
         return np.reshape(x, _resolve_shape(x.shape, shape))
 
 
+@_reshape.def_batch
+def _reshape_batch(xs, batched, shape=None):
+    if len(xs) > 1 and batched[1]:
+        raise batching.NotBatchable                     # a shape per example
+    x = xs[0]
+    return reshape(x, batching.prepend(batching.batch_size_of(x), xs[1] if len(xs) > 1 else shape)), True
+
+
 @_reshape.def_grad(reads_inputs=False)
 def _reshape_grad(op, dy):
     dx = _reshape_to_input(dy, op.inputs[0])           # reshape back
@@ -263,6 +271,17 @@ def _squeeze(x, squeeze_dims):
     return np.squeeze(x, axes)
 
 
+@_squeeze.def_batch
+def _squeeze_batch(xs, batched, squeeze_dims):
+    x = xs[0]
+    if not squeeze_dims:                                # every size-1 axis of the example
+        shape = x._value.shape
+        if shape is None or None in shape[1:]:
+            raise batching.NotBatchable
+        squeeze_dims = tuple(i for i, d in enumerate(shape[1:]) if d == 1)
+    return execute(_squeeze, (x,), {"squeeze_dims": batching.shift_axes(squeeze_dims)}), True
+
+
 @_squeeze.def_grad(reads_inputs=False)
 def _squeeze_grad(op, dy):
     return _reshape_to_input(dy, op.inputs[0])          # reinsert the size-1 axes
@@ -292,6 +311,11 @@ def _expand_dims_shape(x, dim):
 @op("ExpandDims", same_dtype=False, shape=_expand_dims_shape)
 def _expand_dims(x, dim):
     return np.expand_dims(x, dim)
+
+
+@_expand_dims.def_batch
+def _expand_dims_batch(xs, batched, dim):
+    return execute(_expand_dims, xs, {"dim": dim + 1}), True
 
 
 @_expand_dims.def_grad(reads_inputs=False)
@@ -356,6 +380,19 @@ def _broadcast_to(x, shape):
         raise ValueError(f"Incompatible shapes: {_shape_str(x.shape)} vs. {_shape_str(shape)}") from None
 
 
+@_broadcast_to.def_batch
+def _broadcast_to_batch(xs, batched, shape=None):
+    if len(xs) > 1 and batched[1]:
+        raise batching.NotBatchable                     # a shape per example
+    x = xs[0]
+    dims = xs[1] if len(xs) > 1 else shape
+    rank_ = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
+    if rank_ is None:
+        raise batching.NotBatchable
+    x = batching.insert_axes(x, 1, rank_ - batching.example_rank(x, True))
+    return broadcast_to(x, batching.prepend(batching.batch_size_of(x), dims)), True
+
+
 @_broadcast_to.def_grad(reads_inputs=False)
 def _broadcast_to_grad(op, dy):
     x = op.inputs[0]                                    # sum over the broadcast axes
@@ -388,6 +425,11 @@ def _transpose_shape(x, perm):
 @op("Transpose", same_dtype=False, shape=_transpose_shape)
 def _transpose(x, perm):
     return np.transpose(x, perm)
+
+
+@_transpose.def_batch
+def _transpose_batch(xs, batched, perm):
+    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
 
 
 @_transpose.def_grad(reads_inputs=False)
@@ -449,6 +491,16 @@ def _tile(x, multiples):
     return np.tile(x, multiples)
 
 
+@_tile.def_batch
+def _tile_batch(xs, batched, multiples=None):
+    if len(xs) > 1:
+        if batched[1]:
+            raise batching.NotBatchable                 # multiples per example
+        reps = math_ops.cast(xs[1], dtypes.int64)
+        return tile(xs[0], concat([np.ones(1, np.int64), reps], 0)), True
+    return execute(_tile, xs, {"multiples": (1,) + tuple(multiples)}), True
+
+
 @_tile.def_grad(reads_inputs=(1,))   # the multiples, when they are an input
 def _tile_grad(op, dy):
     x = op.inputs[0]                                    # sum the copies: view dy as [m0, d0, m1, d1, ...]
@@ -493,6 +545,11 @@ def _reverse(x, axis):
     return np.flip(x, axis) if axis else x
 
 
+@_reverse.def_batch
+def _reverse_batch(xs, batched, axis):
+    return execute(_reverse, xs, {"axis": batching.shift_axes(axis)}), True
+
+
 @_reverse.def_grad(reads_inputs=False)
 def _reverse_grad(op, dy):
     return execute(_reverse, (_dense(dy),), {"axis": op.get_attr("axis")})   # reversing is its own inverse
@@ -535,6 +592,13 @@ def _one_hot_shape(indices, on_value, off_value, depth, axis):
 def _one_hot(indices, on_value, off_value, depth, axis):
     hits = np.expand_dims(indices, axis) == np.arange(depth).reshape((-1,) + (1,) * (indices.ndim - axis))
     return np.where(hits, on_value, off_value)
+
+
+@_one_hot.def_batch
+def _one_hot_batch(xs, batched, depth, axis):
+    if batched[1] or batched[2]:
+        raise batching.NotBatchable                     # on/off values per example
+    return execute(_one_hot, xs, {"depth": depth, "axis": axis + 1}), True
 
 
 @tf_export("one_hot")

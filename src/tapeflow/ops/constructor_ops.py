@@ -22,7 +22,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.constant_value import constant_value, shape_value, size_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor, known_rank
-from tapeflow.ops import shape_fns, shape_tensors
+from tapeflow.ops import batching, shape_fns, shape_tensors
 from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, math_ops
@@ -294,6 +294,19 @@ def _fill(value, dims):
     return np.full(dims, value, value.dtype)
 
 
+@_fill.def_batch
+def _fill_batch(xs, batched, dims=None):
+    if len(xs) > 1 and batched[1]:
+        raise batching.NotBatchable                     # a shape per example
+    value = xs[0]
+    dims = xs[1] if len(xs) > 1 else dims
+    rank_ = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
+    if rank_ is None:
+        raise batching.NotBatchable
+    value = batching.insert_axes(value, 1, rank_)
+    return array_ops.broadcast_to(value, batching.prepend(batching.batch_size_of(value), dims)), True
+
+
 @_fill.def_grad(reads_inputs=False)
 def _fill_grad(op, dy):
     dvalue = math_ops.reduce_sum(dy)                   # every element is the value: d value = sum dy
@@ -548,16 +561,32 @@ def _shape(x, out_type):
     return np.asarray(x.shape, out_type)
 
 
+@_shape.def_batch
+def _shape_batch(xs, batched, out_type):
+    return execute(_shape, xs, {"out_type": out_type})[1:], False     # the example's shape
+
+
 @op("Size", same_dtype=False, shape=lambda x, out_type: [Meta((), np.dtype(out_type))], unknown_rank=True,
     differentiable=False, value_rule=size_value)
 def _size(x, out_type):
     return np.asarray(x.size, out_type)
 
 
+@_size.def_batch
+def _size_batch(xs, batched, out_type):
+    from tapeflow.ops import math_ops
+    return math_ops.reduce_prod(_shape_batch(xs, batched, out_type)[0]), False
+
+
 @op("Rank", same_dtype=False, shape=lambda x: [Meta((), np.dtype(np.int32))], unknown_rank=True,
     differentiable=False)
 def _rank(x):
     return np.asarray(x.ndim, np.int32)
+
+
+@_rank.def_batch
+def _rank_batch(xs, batched):
+    return execute(_rank, xs, {}) - 1, False
 
 
 def _query(query, x, out_type):

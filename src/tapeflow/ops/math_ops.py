@@ -31,7 +31,7 @@ from tapeflow.framework.op_def import _NO_ATTRS, ALL, _tf_name, execute, op, rai
 from tapeflow.ops.constant_value import cast_value
 from tapeflow.framework.symbolic import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import shape_fns
+from tapeflow.ops import batching, shape_fns
 from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 
@@ -447,7 +447,7 @@ def _convert_like(value, other):
 
 # -- add_n -------------------------------------------------------------------
 
-@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_fns.add_n_shape, unknown_rank=True)
+@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_fns.add_n_shape, unknown_rank=True, batch=batching.ELEMENTWISE)
 def _add_n(*xs):
     out = np.add(xs[0], xs[1]) if len(xs) > 1 else np.array(xs[0], copy=True)
     for x in xs[2:]:
@@ -672,7 +672,7 @@ for _f, _n in ((equal, "equal"), (not_equal, "not_equal"), (less, "less"), (less
 
 # -- where, zeros_like, ones_like (needed by many gradients) ----------------
 
-@op("SelectV2", same_dtype=False, shape=shape_fns.select_shape, unknown_rank=True)
+@op("SelectV2", same_dtype=False, shape=shape_fns.select_shape, unknown_rank=True, batch=batching.ELEMENTWISE)
 def _select(cond, x, y):
     return np.where(cond, x, y)
 
@@ -725,7 +725,8 @@ def _bool_condition(value):
         raise TypeError(f"Expected bool passed to parameter 'condition' of op 'SelectV2', got {value!r}.") from None
 
 
-@op("FillLike", same_dtype=False, shape=shape_fns.fill_like_shape, unknown_rank=True, differentiable=False)
+@op("FillLike", same_dtype=False, shape=shape_fns.fill_like_shape, unknown_rank=True, differentiable=False,
+    batch=batching.ELEMENTWISE)
 def _fill_like(like, value, dtype):
     if value == 0:
         return np.zeros(np.shape(like), dtype)      # strings: empty ones (np.full would write "0")
@@ -774,6 +775,35 @@ def _matmul(a, b, transpose_a, transpose_b):
         raise ValueError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
     out = np.matmul(a, b)
     return out if out.dtype == a.dtype else out.astype(a.dtype)   # NumPy computes bfloat16 in float32
+
+
+@_matmul.def_batch
+def _matmul_batch(xs, batched, transpose_a, transpose_b):
+    a, b = xs
+    ranks = [batching.example_rank(x, k) for x, k in zip(xs, batched)]
+    if ranks == [2, 2] and batched != (True, True):
+        return (_batched_left(a, b, transpose_a, transpose_b) if batched[0]
+                else _batched_right(a, b, transpose_a, transpose_b)), True
+    return _matmul_op(*batching.align_ranks(xs, batched), transpose_a, transpose_b), True
+
+
+def _batched_left(a, b, ta, tb):
+    """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
+    if ta:
+        a = array_ops.transpose(a, (0, 2, 1))
+    size, m = batching.batch_size_of(a), a._value.shape[1]
+    out = _matmul_op(array_ops.reshape(a, (-1, a._value.shape[2])), b, False, tb)
+    return array_ops.reshape(out, batching.prepend(size, (m if m is not None else -1, out._value.shape[1])))
+
+
+def _batched_right(a, b, ta, tb):
+    """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
+    out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
+    bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
+    size, n = batching.batch_size_of(bt), bt._value.shape[1]
+    out = _matmul_op(array_ops.reshape(bt, (-1, bt._value.shape[2])), a, False, not ta)   # [B*n, m]
+    out = array_ops.reshape(out, batching.prepend(size, (n if n is not None else -1, out._value.shape[1])))
+    return array_ops.transpose(out, (0, 2, 1))
 
 
 @_matmul.def_grad(reads_inputs=ALL)

@@ -22,6 +22,7 @@ from tapeflow.ops.variables import Variable
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, random_ops, shape_fns, shape_tensors
+from tapeflow.ops.batching import ELEMENTWISE
 from tapeflow.ops.shape_fns import unary_op
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -72,7 +73,8 @@ def _relu_grad_into(dy, y, out):
     return np.multiply(dy, (y > 0).astype(dy.dtype), out=out)
 
 
-@op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into)
+@op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
+    batch=ELEMENTWISE)
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
     return dy * (y > 0).astype(dy.dtype)
@@ -226,7 +228,8 @@ def _check_rank1(x):
 # Softmax and LogSoftmax work along the last axis: x's shape, at least a vector (TF's
 # UnchangedShapeWithRankAtLeast 1); for an input of unknown rank, unknown rank.
 
-@op("Softmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape, unknown_rank=shape_fns.rank_unknown)
+@op("Softmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape, unknown_rank=shape_fns.rank_unknown,
+    batch=ELEMENTWISE)     # along the last axis, which the batch axis leaves in place
 def _softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -242,7 +245,7 @@ def _softmax_grad(op, dy):
 
 
 @op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape,
-    unknown_rank=shape_fns.rank_unknown)
+    unknown_rank=shape_fns.rank_unknown, batch=ELEMENTWISE)
 def _log_softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)

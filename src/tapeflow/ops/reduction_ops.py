@@ -23,6 +23,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, shape_fns, shape_tensors, slicing_ops
+from tapeflow.ops.batching import REDUCTION
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops.math_ops import (
@@ -478,9 +479,9 @@ def _shape_str(shape):
 
 
 _argmax = op("ArgMax", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_fns.arg_reduction_shape,
-             differentiable=False)(_arg_reduce(np.argmax, -np.inf))
+             differentiable=False, batch=REDUCTION)(_arg_reduce(np.argmax, -np.inf))
 _argmin = op("ArgMin", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_fns.arg_reduction_shape,
-             differentiable=False)(_arg_reduce(np.argmin, np.inf))
+             differentiable=False, batch=REDUCTION)(_arg_reduce(np.argmin, np.inf))
 
 
 def _arg_axis(axis, op_type):
@@ -546,7 +547,7 @@ def _scan(accumulate, identity, x, axis, exclusive, reverse):
     return np.flip(out, axis) if reverse else out
 
 
-@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape)
+@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
 def _cumsum(x, axis, exclusive, reverse):
     return _scan(np.add.accumulate, 0, x, axis, exclusive, reverse)
 
@@ -557,7 +558,7 @@ def _cumsum_grad(op, dy):
     return cumsum(dy, op.get_attr("axis"), op.get_attr("exclusive"), not op.get_attr("reverse"))
 
 
-@op("Cumprod", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape)
+@op("Cumprod", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
 def _cumprod(x, axis, exclusive, reverse):
     return _scan(np.multiply.accumulate, 1, x, axis, exclusive, reverse)
 
@@ -602,7 +603,7 @@ def _logaddexp_accumulate(x, axis, dtype):
     return np.moveaxis(out, 0, axis).astype(x.dtype, copy=False)
 
 
-@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape)
+@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
 def _cumulative_logsumexp(x, axis, exclusive, reverse):
     return _scan(_logaddexp_accumulate, -np.inf, x, axis, exclusive, reverse)
 

@@ -15,6 +15,7 @@ import numpy as np
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import SELF_ADJOINT, op
+from tapeflow.ops.batching import ELEMENTWISE, REDUCTION
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor
@@ -333,10 +334,11 @@ def merge_both_shape(x, y, **_):
 # Declarations shared by a family: `@unary_op("Exp", dtypes=..., into=np.exp)`; any field may be
 # given again to override the preset (`shape=unary_bool_shape`).  Broadcasting rules take inputs of
 # unknown rank (`_broadcast_checked`).
-unary_op = functools.partial(op, shape=unchanged_shape, unknown_rank=True, jvp=SELF_ADJOINT)
-binary_op = functools.partial(op, shape=broadcast_shape, unknown_rank=True)
-comparison_op = functools.partial(op, shape=compare_shape, unknown_rank=True, differentiable=False)
-reduction_op = functools.partial(op, shape=reduction_shape, unknown_rank=reduction_unknown_rank)
+unary_op = functools.partial(op, shape=unchanged_shape, unknown_rank=True, jvp=SELF_ADJOINT, batch=ELEMENTWISE)
+binary_op = functools.partial(op, shape=broadcast_shape, unknown_rank=True, batch=ELEMENTWISE)
+comparison_op = functools.partial(op, shape=compare_shape, unknown_rank=True, differentiable=False,
+                                  batch=ELEMENTWISE)
+reduction_op = functools.partial(op, shape=reduction_shape, unknown_rank=reduction_unknown_rank, batch=REDUCTION)
 
 
 # -- the array family (array_ops, join_ops, slicing_ops, scatter_ops, constructor_ops) --

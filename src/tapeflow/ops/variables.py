@@ -242,6 +242,7 @@ class Variable:
     __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "_graph_info", "__weakref__")
 
     _is_variable = True         # ops read it themselves (op_def) and graphs order its accesses
+    _is_batched = False
     __array_priority__ = 100
 
     def __init__(self, initial_value=None, trainable=None, validate_shape=True, caching_device=None,

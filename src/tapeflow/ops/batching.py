@@ -1,0 +1,309 @@
+"""Vectorization: running a function of tapeflow ops on a whole batch at once.
+
+A `BatchedTensor` stands for one example of a batch while a vectorized
+function runs (`tf.vectorized_map`, the batched backward pass of `jacobian`):
+its static shape and dtype are the example's, and its `_stacked` tensor holds
+every example along a new leading axis.  An op that meets a batched input runs
+its batching rule (the op record's `batch_rule`) on the stacked values instead
+of its kernel on one example, so the function runs once for the whole batch.
+
+Note [batching rules]: a rule is `rule(xs, batched, **attrs) -> (out, out_batched)`.
+`xs` are the op's inputs, each batched one replaced by its stacked tensor (batch
+axis 0) and marked in the tuple `batched`; the others are plain tensors shared by
+every example.  The rule computes the stacked outputs with tapeflow ops (so the
+result is differentiable and works in graphs) and says which outputs it returns
+stacked (`out_batched`: a bool, or one per output).  Attributes hold the
+example's axes, so rules shift them past the batch axis.  `ELEMENTWISE` marks an
+op that maps examples to examples elementwise with NumPy broadcasting: its
+kernel runs on the stacked values once their ranks are aligned.  An op with no
+rule runs once per example in a loop (with a warning naming it).
+
+Note [batching levels]: vectorizations nest (the Jacobian of a vectorized map,
+vectorized Hessians).  Each active vectorization is a level, innermost last on
+`state.vmaps`; a batched tensor belongs to one level and its stacked tensor may
+itself be batched at an outer level.  An op is rewritten for the innermost
+level among its inputs, and the rule's own ops are rewritten again for the
+outer ones.  Tapes follow the same order: a tape entered inside a vectorized
+function records the op as the function wrote it (batched tensors in, batched
+tensors out), so gradients taken inside are per example; tapes entered outside
+see only the stacked computation.
+"""
+
+import sys
+import warnings
+
+from tapeflow.framework.context import state
+from tapeflow.framework.meta import Meta
+from tapeflow.framework.op_def import execute, record
+from tapeflow.framework.tensor import Tensor
+
+
+
+class FamilyRule:
+    """A batching rule shared by an op family's preset: `fn(op_, xs, batched, attrs)`
+    gets the op it runs for (Note [batching rules])."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _elementwise(op_, xs, batched, attrs):
+    return execute(op_, align_ranks(xs, batched), attrs), True
+
+
+def _passing(op_, xs, batched, attrs):
+    """Ops whose outputs are their inputs, one to one (IdentityN)."""
+    return execute(op_, xs, attrs), batched
+
+
+def _reduction(op_, xs, batched, attrs):
+    """Ops of one input reducing (or scanning) over the example axes in attr `axis`."""
+    return execute(op_, xs, {**attrs, "axis": shift_axes(attrs["axis"])}), True
+
+
+ELEMENTWISE = FamilyRule(_elementwise)     # elementwise with NumPy broadcasting
+REDUCTION = FamilyRule(_reduction)         # one input, example axes in the attr `axis`
+PASSING = FamilyRule(_passing)             # output i is input i
+
+
+class BatchedTensor(Tensor):
+    """One example of a batch inside a vectorized function (Note [batching rules])."""
+
+    __slots__ = ("_stacked", "_level")
+
+    _is_batched = True
+
+    def __init__(self, stacked, level):
+        shape = stacked._value.shape
+        Tensor.__init__(self, Meta(None if shape is None else tuple(shape[1:]), stacked._value.dtype))
+        self._stacked = stacked
+        self._level = level
+
+    def numpy(self):
+        raise NotImplementedError(
+            "Cannot read the value of a tensor inside a vectorized function (tf.vectorized_map, a pfor "
+            "Jacobian): it stands for every example of the batch at once. Return it from the function instead.")
+
+    def __array__(self, dtype=None, copy=None):
+        self.numpy()
+
+    def __bool__(self):
+        raise TypeError("Using a tensor inside a vectorized function as a Python `bool` is not allowed: its value "
+                        "differs from example to example. Use tf.where or tf.cond.")
+
+    def __repr__(self):
+        return f"<tf.Tensor (vectorized) shape={self.shape} dtype={self.dtype.name}>"
+
+    __str__ = __repr__
+
+
+class _Level:
+    """One active vectorization: its depth, its batch size (None when unknown while
+    a graph is built) and how many recorders were active when it began."""
+
+    __slots__ = ("depth", "size", "outer_recorders")
+
+    def __init__(self, depth, size, outer_recorders):
+        self.depth = depth
+        self.size = size
+        self.outer_recorders = outer_recorders
+
+    apply = staticmethod(lambda op_, inputs, attrs: apply(op_, inputs, attrs))
+
+
+class vectorizing:
+    """Context manager: a new innermost batching level of `size` examples.
+
+    `batch(stacked)` makes the batched tensor of this level standing for one row of
+    `stacked`; `unbatch(value)` gives back the stacked value of a result.
+    """
+
+    __slots__ = ("level",)
+
+    def __init__(self, size):
+        self.level = _Level(len(state.vmaps), size, len(state.tapes))
+
+    def __enter__(self):
+        state.vmaps.append(self.level)
+        return self
+
+    def __exit__(self, *exc):
+        state.vmaps.remove(self.level)
+
+    def batch(self, stacked):
+        return BatchedTensor(stacked, self.level.depth)
+
+    def unbatch(self, value):
+        """The stacked form of `value`: its stacked tensor if batched at this level, else
+        the value repeated for every example."""
+        if getattr(value, "_is_batched", False) and value._level == self.level.depth:
+            return value._stacked
+        return broadcast_batch(value, self.level.size)
+
+
+def apply(op_, inputs, attrs):
+    """Runs `op_` on inputs some of which are batched (called by op_def.execute)."""
+    depth = max(t._level for t in inputs if t._is_batched)
+    level = state.vmaps[depth]
+    batched = tuple(t._is_batched and t._level == depth for t in inputs)
+    xs = [t._stacked if b else t for t, b in zip(inputs, batched)]
+    recorders = state.tapes
+    inner = recorders[level.outer_recorders:]
+    if inner:                                          # Note [batching levels]
+        state.tapes = recorders[:level.outer_recorders]
+    try:
+        out, out_batched = _run_rule(op_, xs, batched, attrs, level)
+    finally:
+        if inner:
+            state.tapes = recorders
+    if op_.num_outputs == 1:
+        result = BatchedTensor(out, depth) if out_batched else out
+        outputs = (result,)
+    else:
+        if out_batched is True or out_batched is False:
+            out_batched = (out_batched,) * len(out)
+        result = tuple(BatchedTensor(o, depth) if b else o for o, b in zip(out, out_batched, strict=True))
+        outputs = result
+    if inner:
+        state.tapes = inner
+        try:
+            record(op_, inputs, outputs, attrs)
+        finally:
+            state.tapes = recorders
+    return result
+
+
+class NotBatchable(Exception):
+    """Raised by a rule for inputs it cannot vectorize (a batched size argument): the op
+    then runs once per example, as if it had no rule."""
+
+
+def _run_rule(op_, xs, batched, attrs, level):
+    rule = op_.batch_rule
+    try:
+        if type(rule) is FamilyRule:
+            return rule.fn(op_, xs, batched, attrs)
+        if rule is not None:
+            return rule(xs, batched, **attrs)
+    except NotBatchable:
+        pass
+    return _loop(op_, xs, batched, attrs, level)
+
+
+def _loop(op_, xs, batched, attrs, level):
+    """The fallback for an op with no batching rule: the op once per example, stacked."""
+    from tapeflow.ops import join_ops
+    if state.scopes.get("vectorize_fallback") is False:
+        raise ValueError(f"No vectorization rule for op '{op_.type}' (tf.vectorized_map with "
+                         "fallback_to_while_loop=False). Allow the fallback or avoid the op.")
+    n = level.size
+    if isinstance(n, Tensor):
+        raise ValueError(f"Op '{op_.type}' has no batching rule, and the batch size is unknown while the graph "
+                         "is built, so it cannot run once per example. Give the batch a static size.")
+    warnings.warn(f"Op '{op_.type}' has no batching rule: it runs once per example in a Python loop.",
+                  stacklevel=_user_stacklevel())
+    rows = [join_ops.unstack(x, num=n) if b else None for x, b in zip(xs, batched)]
+    outs = [execute(op_, [r[i] if r is not None else x for r, x in zip(rows, xs)], attrs) for i in range(n)]
+    if op_.num_outputs == 1:
+        return join_ops.stack(outs), True
+    return tuple(join_ops.stack(list(o)) for o in zip(*outs)), True
+
+
+def _user_stacklevel():
+    """The warning stack level of the first frame outside tapeflow."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tapeflow."):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# -- helpers for rules -----------------------------------------------------------------
+
+def example_rank(x, is_batched):
+    """The rank of one example of `x` (None when unknown)."""
+    ndim = x._value.ndim
+    return None if ndim is None else ndim - 1 if is_batched else ndim
+
+
+def align_ranks(xs, batched):
+    """Stacked inputs with size-1 axes inserted after the batch axis, so that examples
+    of lower rank broadcast against the others as they would one example at a time."""
+    ranks = [example_rank(x, b) for x, b in zip(xs, batched)]
+    if None in ranks:
+        if any(r is None for r, b in zip(ranks, batched) if b):
+            raise ValueError("Cannot vectorize a broadcasting op over a tensor of unknown rank.")
+    top = max((r for r in ranks if r is not None), default=0)
+    out = list(xs)
+    for i, (x, b, r) in enumerate(zip(xs, batched, ranks)):
+        if b and r < top:
+            out[i] = insert_axes(x, 1, top - r)
+    return out
+
+
+def insert_axes(x, at, count):
+    """`x` with `count` size-1 axes inserted at axis `at`."""
+    from tapeflow.ops import array_ops
+    shape = x._value.shape
+    if shape is not None and None not in shape:
+        return array_ops.reshape(x, tuple(shape[:at]) + (1,) * count + tuple(shape[at:]))
+    for _ in range(count):
+        x = array_ops.expand_dims(x, at)
+    return x
+
+
+def batch_size_of(x):
+    """The batch size of stacked tensor `x`: an int, or a scalar tensor when unknown statically."""
+    n = x._value.shape[0]
+    if n is not None:
+        return n
+    from tapeflow.ops import array_ops
+    return array_ops.shape(x)[0]
+
+
+def prepend(size, dims):
+    """The stacked shape for example shape `dims` (ints, or an int vector tensor) and
+    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor."""
+    if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
+        return (size,) + tuple(dims)
+    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.framework.tensor import convert_to_tensor
+    dims = convert_to_tensor(dims, dtype_hint="int32")
+    head = math_ops.cast(array_ops.reshape(size, [1]), dims.dtype)
+    return array_ops.concat([head, dims], 0)
+
+
+def broadcast_batch(x, size):
+    """The stacked tensor whose every example is `x` (which is not batched)."""
+    from tapeflow.ops import array_ops
+    from tapeflow.framework.tensor import convert_to_tensor
+    x = convert_to_tensor(x)
+    return array_ops.broadcast_to(array_ops.expand_dims(x, 0), _with_batch(size, x))
+
+
+def _with_batch(size, x):
+    shape = x._value.shape
+    if shape is not None and None not in shape and not isinstance(size, Tensor):
+        return (size,) + tuple(shape)
+    from tapeflow.ops import array_ops
+    return array_ops.concat([array_ops.reshape(size, [1]), array_ops.shape(x)], 0)
+
+
+def stacked_all(xs, batched, size):
+    """Every input in stacked form (unbatched ones repeated for each example)."""
+    return [x if b else broadcast_batch(x, size) for x, b in zip(xs, batched)]
+
+
+def shift_axes(axes, count=1):
+    """Example axes (non-negative ints, or one int) as axes of the stacked tensor."""
+    if isinstance(axes, int):
+        return axes + count
+    return tuple(a + count for a in axes)
+
+
+def unbatched_result(fn):
+    """A rule for ops whose output does not depend on the batch (the op runs once)."""
+    def rule(xs, batched, **attrs):
+        return fn(xs, batched, **attrs), False
+    return rule
