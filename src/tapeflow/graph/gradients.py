@@ -20,6 +20,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.framework.symbolic import SymbolicTensor, is_static
+from tapeflow.ops.batching import vectorizing
 from tapeflow.ops import array_ops, gradient_rules, math_ops
 from tapeflow.framework.export import tf_export
 
@@ -280,34 +281,23 @@ def gradients_v1(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with
 
 
 def _hessian(x, gradient):
-    """The Hessian block d gradient / d x, one Hessian-vector product per row in a while_loop.
-
-    The product graph H v is built once, with v a free input, and extracted into a
-    function that the loop calls with each unit vector.
-    """
-    from tapeflow.graph.control_flow import while_loop
-    from tapeflow.graph.function import extract
-    from tapeflow.graph.session import placeholder
-    from tapeflow.graph.tensor_array import TensorArray
+    """The Hessian block d gradient / d x: every Hessian-vector product at once, by
+    differentiating `gradient` with a batched output gradient whose examples are
+    the unit vectors (Note [vectorized Jacobians] in eager/jacobians.py).  TensorFlow
+    builds one product per row in a loop; the result is the same."""
     shape = x._value.shape
     if not is_static(shape):
         raise ValueError(f"hessians needs a fully known static shape for {x!r}, got {TensorShape(shape)}.")
     n = int(np.prod(shape, dtype=np.int64))
     shape = tuple(shape)
-    v = placeholder(dtypes.from_numpy(x._value.dtype), list(shape))
-    hv = gradients(gradient, x, grad_ys=v)[0]
-    if hv is None:
-        hv = gradient_rules.zeros_like(x)
-    product = extract([v], [convert_to_tensor(hv)])
-    eye = convert_to_tensor(np.eye(n, dtype=x._value.dtype))
-
-    def row(j, rows):
-        unit = array_ops.reshape(array_ops.gather(eye, j), shape)
-        return j + 1, rows.write(j, product._call_flat([unit])[0])
-
-    _, rows = while_loop(lambda j, _: j < n, row, (0, TensorArray(dtypes.from_numpy(x._value.dtype), size=n,
-                                                                  element_shape=shape)))
-    return array_ops.reshape(rows.stack(), shape + shape)
+    if n == 0:
+        return gradient_rules.zeros(shape + shape, x._value.dtype)
+    eye = gradient_rules.constant_node(np.eye(n, dtype=x._value.dtype).reshape((n,) + shape))
+    with vectorizing(n) as level:
+        hv = gradients(gradient, x, grad_ys=level.batch(eye))[0]
+        rows = gradient_rules.zeros((n,) + shape, x._value.dtype) if hv is None else level.unbatch(
+            convert_to_tensor(hv))
+    return array_ops.reshape(rows, shape + shape)
 
 
 @tf_export("hessians", names_op=False)

@@ -74,6 +74,11 @@ def _made(value):
     return state.graphs[-1].constant_node(t) if state.graphs else t
 
 
+def constant_node(value):
+    """A NumPy value as a tensor made from scratch (a Const node while a graph is built)."""
+    return _made(value)
+
+
 def ones(shape, np_dtype):
     return _made(np.ones(shape, np_dtype))
 
