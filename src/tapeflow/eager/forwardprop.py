@@ -30,7 +30,7 @@ from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import SELF_ADJOINT, OpRecord
+from tapeflow.framework.op_def import LINEAR, SELF_ADJOINT, OpRecord, execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
 from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
@@ -99,6 +99,8 @@ def _jvp(op_, inputs, input_ids, outputs, attrs, in_tangents):
             rec.outputs = outputs
             tangents = apply_rule(rec, [t])
             return [None if tangents is None else tangents[0]]
+    elif op_.jvp is LINEAR:
+        return _linear_jvp(op_, inputs, outputs, attrs, in_tangents)
     elif op_.jvp is not None:
         return op_.jvp(inputs, outputs, attrs, in_tangents)
     wanted = [i for i, o in enumerate(outputs) if o._value.dtype in _TRAINABLE]
@@ -131,6 +133,21 @@ def _jvp(op_, inputs, input_ids, outputs, attrs, in_tangents):
         for i, t in zip(wanted, tape.gradient(targets, dummies, output_gradients=seeds)):
             result[i] = convert_to_tensor(t) if type(t) is IndexedSlices else t     # tangents are dense
     return result
+
+
+def _linear_jvp(op_, inputs, outputs, attrs, tangents):
+    """The tangents of a LINEAR op: the op itself on the tangents (op_def.LINEAR)."""
+    args = []
+    for x, t in zip(inputs, tangents):
+        if t is not None:
+            args.append(t)
+        elif x._value.dtype in _TRAINABLE:
+            args.append(math_ops.zeros_like(x.value() if isinstance(x, Variable) else x))
+        else:
+            args.append(x)
+    out = execute(op_, args, attrs)
+    outs = out if type(out) is tuple else (out,)
+    return [t if o._value.dtype in _TRAINABLE else None for o, t in zip(outputs, outs)]
 
 
 @tf_export("autodiff.ForwardAccumulator")

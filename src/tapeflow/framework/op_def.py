@@ -69,7 +69,8 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   fresh_outputs   the kernel always returns new arrays (plans may reuse them).
 #   reads_variables_itself  the kernel gets None in place of its variable inputs
 #                   (Note [in-place updates] in ops/variables.py).
-#   jvp             the forward-mode rule: SELF_ADJOINT (see below), or None to derive it
+#   jvp             the forward-mode rule: SELF_ADJOINT or LINEAR (see below), `jvp(inputs, outputs,
+#                   attrs, tangents) -> output tangents`, or None to derive it
 #                   from the gradient rule (Note [JVP by double transpose] in eager/forwardprop.py).
 #   batch_rule      the vectorization rule: ELEMENTWISE, a rule, or None to run the op once per
 #                   example (Note [batching rules] in ops/batching.py).
@@ -80,6 +81,11 @@ ALL = True      # `grad_reads_inputs=ALL`: the gradient reads every input
 # diagonal Jacobian, so its gradient rule applied to a tangent is the tangent's image
 # (eager/forwardprop.py); other dtypes derive the JVP from the rule (Note [JVP by double transpose]).
 SELF_ADJOINT = object()
+
+# `jvp=LINEAR`: the op is linear in its floating-point inputs taken together (the others, indices
+# and sizes, are parameters): its tangent is the op applied to the inputs' tangents (zeros for an
+# input without one), e.g. reshape, transpose, sum, concat, gather of params.
+LINEAR = object()
 
 
 class Op:

@@ -22,6 +22,7 @@ from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
 from tapeflow.ops.variables import Variable
+from tapeflow.mixed_precision.nonfinite import skip_log
 
 
 @tf_export("mixed_precision.experimental.LossScale", "mixed_precision.LossScale")
@@ -54,6 +55,18 @@ class LossScale(metaclass=abc.ABCMeta):
     @abc.abstractmethod
     def get_config(self):
         """The constructor arguments, as a dict."""
+
+    @property
+    def skipped_steps(self):
+        """How many steps (or LossScaleGradientTape rounds) the users of this loss scale
+        skipped because their gradients were not finite: a tapeflow addition, counted
+        only by them, never by `update` itself (mixed_precision/nonfinite.py)."""
+        return skip_log(self).count
+
+    @property
+    def last_nonfinite(self):
+        """The `NonFiniteReport` of the last skipped step, or None (a tapeflow addition)."""
+        return skip_log(self).last
 
     @classmethod
     def from_config(cls, config):

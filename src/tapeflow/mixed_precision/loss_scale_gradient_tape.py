@@ -13,6 +13,12 @@ released after the call. As TensorFlow's tape does, a source the target does
 not reach stands in for its own gradient while `update` looks for infs and
 NaNs, and its gradient is None (or zeros with `unconnected_gradients='zero'`)
 in the result.
+
+A rejected round is also counted and explained on the loss scale
+(`skipped_steps`, `last_nonfinite`): the tape records where each op was
+created and, only after `update` rejected a round, walks its records again to
+find the op whose gradient overflowed (Note [no cost on finite steps] in
+nonfinite.py).
 """
 
 from tapeflow.eager.backprop import GradientTape
@@ -23,6 +29,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph import control_flow
 from tapeflow.graph.function import FuncGraph
+from tapeflow.mixed_precision import nonfinite
 from tapeflow.mixed_precision.loss_scale import LossScale
 from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients
@@ -41,6 +48,16 @@ class LossScaleGradientTape(GradientTape):
     lower the scale and are computed again (Note [loss-scaled retries]).
     Do not combine it with a loss-scaling optimizer: both would update the
     loss scale.
+
+    Beyond TensorFlow, a round whose gradients the loss scale rejects is
+    explained: `skipped_steps` counts the rejected rounds and
+    `last_nonfinite` is a `NonFiniteReport` naming the op whose gradient (or
+    output) first became inf or NaN, its name and the line that created it.
+    Both are the loss scale's, so they count across every tape (step) that
+    shares it, eagerly and inside `tf.function` alike.  A `FixedLossScale`
+    rejects nothing.  The tape notes where each op it records was created,
+    which costs a little per recorded op; the search itself runs only after a
+    rejected round.
 
     Args:
       loss_scale: a `tf.mixed_precision.experimental.LossScale`.
@@ -61,6 +78,18 @@ class LossScaleGradientTape(GradientTape):
     ...     y = tf.cast(h, tf.float32) * 1e-8      # dy/dh = 1e-8 is zero in float16 unscaled
     >>> print(f"{float(tape.gradient(y, x)):.2e}")
     6.00e-08
+
+    A dynamic scale too high for a float16 gradient is lowered, and the
+    rejected rounds are reported:
+
+    >>> scale = tf.mixed_precision.experimental.DynamicLossScale()     # 2**15
+    >>> w = tf.Variable(tf.constant(10.0, tf.float16))
+    >>> with tf.mixed_precision.experimental.LossScaleGradientTape(scale) as tape:
+    ...     y = tf.exp(w)                        # dy/dw = e^10 = 22032: times 2**15, inf
+    >>> float(tape.gradient(y, w)), float(scale())
+    (22032.0, 2.0)
+    >>> tape.skipped_steps, tape.last_nonfinite.op_type, tape.last_nonfinite.cause
+    (14, 'Exp', 'backward')
     """
 
     def __init__(self, loss_scale, persistent=False, watch_accessed_variables=True):
@@ -73,6 +102,27 @@ class LossScaleGradientTape(GradientTape):
         super().__init__(persistent=True, watch_accessed_variables=watch_accessed_variables)
         self._outer_persistent = persistent
         self._loss_scale = loss_scale
+
+    @property
+    def skipped_steps(self):
+        """How many rounds of gradients the loss scale has rejected (as not finite),
+        counted over every tape and optimizer that shares it."""
+        return nonfinite.skip_log(self._loss_scale).count
+
+    @property
+    def last_nonfinite(self):
+        """The `NonFiniteReport` of the last rejected round, or None."""
+        return nonfinite.skip_log(self._loss_scale).last
+
+    def _push_tape(self):
+        if self._tape is None:        # Note [creation sites] in nonfinite.py
+            self._tape = nonfinite.SiteTape(True, self._watch_accessed_variables)
+        super()._push_tape()
+
+    def watch(self, tensor):
+        if self._tape is None:
+            self._tape = nonfinite.SiteTape(True, self._watch_accessed_variables)
+        super().watch(tensor)
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=UnconnectedGradients.NONE):
@@ -89,7 +139,7 @@ class LossScaleGradientTape(GradientTape):
 
         def differentiate(scaled):
             return GradientTape.gradient(self, scaled, flat_sources, output_gradients, unconnected_gradients)
-        return nest.pack_sequence_as(sources, self._scaled(differentiate, target, flat_sources))
+        return nest.pack_sequence_as(sources, self._scaled(differentiate, target, flat_sources, output_gradients))
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
@@ -116,7 +166,7 @@ class LossScaleGradientTape(GradientTape):
             return [GradientTape.batch_jacobian(self, scaled, source, unconnected_gradients)]
         return self._scaled(differentiate, target, [source])[0]
 
-    def _scaled(self, differentiate, target, flat_sources):
+    def _scaled(self, differentiate, target, flat_sources, output_gradients=None):
         """Rounds of scaled differentiation until `update` accepts the gradients
         (Note [loss-scaled retries]); releases a one-shot tape afterwards."""
         if self._tape is None:
@@ -132,6 +182,7 @@ class LossScaleGradientTape(GradientTape):
             is_none[:] = [g is None for g in raw]
             grads = [s if g is None else _unscale(g, scale) for g, s in zip(raw, flat_sources, strict=True)]
             _, ready = loss_scale.update(grads)
+            self._explain_rejection(ready, scale, target, output_gradients, flat_sources, raw, grads)
             return grads, convert_to_tensor(ready), convert_to_tensor(False)
 
         def again(grads, ready, first):
@@ -149,6 +200,69 @@ class LossScaleGradientTape(GradientTape):
             self._watched_variables = self._tape.watched_variables()
             self._tape = None
         return [None if none else g for g, none in zip(grads, is_none, strict=True)]
+
+
+    def _explain_rejection(self, ready, scale, target, output_gradients, flat_sources, raw, grads):
+        """Counts a rejected round and locates the op behind it (Note [no cost on finite
+        steps] in nonfinite.py): eagerly from the tape's records, in a graph from a host op
+        that replays them (Note [skip reports in graphs])."""
+        if ready is True:
+            return
+        tape = self._tape
+        targets = nest.flatten(target)
+        target_ids = [t._id for t in targets]
+        last = max([tape._tensor_tape.get(i, -1) for i in target_ids] or [-1])
+        op_ids = [i for i in tape._op_tape if i <= last]
+        records = [tape._op_tape[i] for i in op_ids]
+        ops = [(rec.type, _op_name(rec), _site(tape.sites.get(i))) for i, rec in zip(op_ids, records)]
+        kept = [k for k, g in enumerate(raw) if g is not None]
+        names = [nonfinite.source_name(flat_sources[k], k) for k in kept]
+        source_ids = [s._id for s in flat_sources]
+        given = None if output_gradients is None else nest.flatten(output_gradients)
+        log = nonfinite.skip_log(self._loss_scale)
+        graph = None if executing_eagerly() else nonfinite.GraphRecords(records)
+        if graph is not None:
+            target_slots = [graph.feed(t) for t in targets]
+            given_slots = None if given is None else [None if g is None else graph.feed(g) for g in given]
+
+        def locate(scale_value, fed):
+            if graph is None:
+                values = [t._value for t in targets]
+                seeds = nonfinite.scaled_seeds(target_ids, values, given and [
+                    None if g is None else convert_to_tensor(g)._value for g in given], scale_value)
+                return nonfinite.locate(records, seeds, source_ids)
+            seeds = nonfinite.scaled_seeds(target_ids, [fed[p] for p in target_slots], given_slots and [
+                None if p is None else fed[p] for p in given_slots], scale_value)
+            return nonfinite.locate(graph.replay(fed), seeds, source_ids)
+
+        def callback(values):
+            scale_value, bad = values[0], values[1:1 + len(kept)]
+            found = nonfinite.run_quietly(locate, scale_value, values[1 + len(kept):])
+            log.add(_report(found, ops, float(scale_value), nonfinite.first_bad(bad, names), bad))
+        feeds = [] if graph is None else graph.feeds
+        nonfinite.when_rejected(ready, [scale] + [grads[k] for k in kept] + feeds, callback)
+
+
+def _op_name(rec):
+    """A graph record's op name (its Operation's); an eager record's is its type."""
+    outputs = rec.outputs or ()
+    if outputs and getattr(outputs[0], "_is_symbolic", False):
+        return outputs[0].op.name
+    return rec.name
+
+
+def _site(site):
+    return None if site is None else f"{site[0]}:{site[1]}"
+
+
+def _report(found, ops, scale, variable, grads):
+    """The NonFiniteReport of `locate`'s answer (None fields where nothing was located)."""
+    dtype = next((nonfinite._dtype_name(g) for g in grads if nonfinite._bad(g)), None)
+    if found is None:
+        return nonfinite.NonFiniteReport(None, None, None, None, dtype, scale, None, variable)
+    index, cause, dtype = found
+    op_type, op_name, source = (None, None, None) if index is None else ops[index]
+    return nonfinite.NonFiniteReport(op_type, op_name, source, cause, dtype, scale, None, variable)
 
 
 def _unscale(grad, scale):

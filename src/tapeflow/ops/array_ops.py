@@ -18,7 +18,7 @@ from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
@@ -63,7 +63,7 @@ def _axis_attr(axis, rank_, op_type, what="axis"):
 
 # Note [unknown rank] in framework/symbolic.py: the identities take inputs of unknown rank.
 @op("Identity", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, value_rule=identity_value,
-    accepts_indexed_slices=True, batch=batching.ELEMENTWISE)
+    accepts_indexed_slices=True, batch=batching.ELEMENTWISE, jvp=LINEAR)
 def _identity(x):
     return x
 
@@ -198,7 +198,7 @@ def _known_count(dims):
     return known, unknown
 
 
-@op("Reshape", same_dtype=False, shape=_reshape_shape, shape_reads_inputs=True, unknown_rank=True)
+@op("Reshape", same_dtype=False, shape=_reshape_shape, shape_reads_inputs=True, unknown_rank=True, jvp=LINEAR)
 def _reshape(x, shape):
     if -1 in shape or min(shape, default=0) < 0 or 0 in shape:
         shape = _resolve_shape(x.shape, shape)
@@ -262,7 +262,7 @@ def _squeeze_shape(x, squeeze_dims):
 
 
 # `squeeze` asks for the rank when given axes; without, any rank is taken
-@op("Squeeze", same_dtype=False, shape=_squeeze_shape, unknown_rank=True)
+@op("Squeeze", same_dtype=False, shape=_squeeze_shape, unknown_rank=True, jvp=LINEAR)
 def _squeeze(x, squeeze_dims):
     for a in squeeze_dims:
         if x.shape[a] != 1:
@@ -308,7 +308,7 @@ def _expand_dims_shape(x, dim):
     return [Meta(x.shape[:dim] + (1,) + x.shape[dim:], x.dtype)]
 
 
-@op("ExpandDims", same_dtype=False, shape=_expand_dims_shape)
+@op("ExpandDims", same_dtype=False, shape=_expand_dims_shape, jvp=LINEAR)
 def _expand_dims(x, dim):
     return np.expand_dims(x, dim)
 
@@ -372,7 +372,8 @@ def _broadcast_to_shape(x, shape):
     return [shape_tensors.meta(out, x._value.dtype)]
 
 
-@op("BroadcastTo", same_dtype=False, shape=_broadcast_to_shape, shape_reads_inputs=True, unknown_rank=True)
+@op("BroadcastTo", same_dtype=False, shape=_broadcast_to_shape, shape_reads_inputs=True, unknown_rank=True,
+    jvp=LINEAR)
 def _broadcast_to(x, shape):
     try:
         return np.broadcast_to(x, shape)
@@ -422,7 +423,7 @@ def _transpose_shape(x, perm):
     return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
 
 
-@op("Transpose", same_dtype=False, shape=_transpose_shape)
+@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
 def _transpose(x, perm):
     return np.transpose(x, perm)
 
@@ -486,7 +487,7 @@ def _times(d, m):
     return None if d is None or m is None else d * m
 
 
-@op("Tile", same_dtype=False, shape=_tile_shape, shape_reads_inputs=True)
+@op("Tile", same_dtype=False, shape=_tile_shape, shape_reads_inputs=True, jvp=LINEAR)
 def _tile(x, multiples):
     return np.tile(x, multiples)
 
@@ -540,7 +541,7 @@ def tile(input, multiples, name=None):  # noqa: A002
     return execute(_tile, (x,), {"multiples": reps})
 
 
-@op("ReverseV2", same_dtype=False, shape=shape_fns.unchanged_shape)
+@op("ReverseV2", same_dtype=False, shape=shape_fns.unchanged_shape, jvp=LINEAR)
 def _reverse(x, axis):
     return np.flip(x, axis) if axis else x
 

@@ -58,12 +58,19 @@ def _passing(op_, xs, batched, attrs):
     return execute(op_, xs, attrs), batched
 
 
+def _same_shape(op_, xs, batched, attrs):
+    """Elementwise ops whose inputs must have one shape (no broadcasting): the shared
+    inputs are broadcast to the batch (a view, eagerly)."""
+    return execute(op_, stacked_all(xs, batched, batch_size_of(xs[batched.index(True)])), attrs), True
+
+
 def _reduction(op_, xs, batched, attrs):
     """Ops of one input reducing (or scanning) over the example axes in attr `axis`."""
     return execute(op_, xs, {**attrs, "axis": shift_axes(attrs["axis"])}), True
 
 
 ELEMENTWISE = FamilyRule(_elementwise)     # elementwise with NumPy broadcasting
+SAME_SHAPE = FamilyRule(_same_shape)       # elementwise over inputs of one shape
 REDUCTION = FamilyRule(_reduction)         # one input, example axes in the attr `axis`
 PASSING = FamilyRule(_passing)             # output i is input i
 

@@ -32,6 +32,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.symbolic import known_rank
+from tapeflow.ops import batching
 from tapeflow.ops.grad_util import sum_like
 from tapeflow.ops.matrix_shapes import broadcast_dims, merge_dims, meta
 from tapeflow.ops import math_ops
@@ -153,6 +154,16 @@ def _einsum_shape(*xs, equation):
 @op("Einsum", shape=_einsum_shape)
 def _einsum(*xs, equation):
     return np.asarray(_plan(equation, tuple(x.shape for x in xs))(*xs))
+
+
+@_einsum.def_batch
+def _einsum_batch(xs, batched, equation):
+    b = next((c for c in _LETTERS if c not in equation), None)   # a new label for the batch axis:
+    if b is None:                                                # a batch dim of the product, or rows
+        raise batching.NotBatchable                              # of the one batched operand
+    inputs, out = equation.split("->")
+    subs = [b + s if k else s for s, k in zip(inputs.split(","), batched, strict=True)]
+    return _einsum_op(",".join(subs) + "->" + b + out, xs), True
 
 
 @_einsum.def_grad(reads_inputs=True)      # each operand's gradient reads the others

@@ -9,6 +9,7 @@ read it when the graph runs.
 import numpy as np
 
 from tapeflow.framework.op_def import op
+from tapeflow.ops import batching
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.symbolic import Meta, is_static
 
@@ -41,6 +42,24 @@ def broadcast_like(g, like):
     return np.broadcast_to(g, np.shape(like))
 
 
+@broadcast_like.def_batch
+def _broadcast_like_batch(xs, batched):
+    g, like = xs
+    if not batched[1]:
+        like = batching.broadcast_batch(like, batching.batch_size_of(g))
+    gap = _rank_gap(like, g) if batched[0] else 0
+    if gap:                                          # g's examples lined up with like's
+        g = batching.insert_axes(g, 1, gap)
+    return broadcast_like(g, like), True
+
+
+def _rank_gap(big, small):
+    """How many more dims the examples of stacked `big` have than those of stacked `small`."""
+    if big._value.ndim is None or small._value.ndim is None:
+        raise batching.NotBatchable                  # unknown rank: the examples cannot be lined up
+    return big._value.ndim - small._value.ndim
+
+
 @broadcast_like.def_grad(reads_inputs=False)
 def _broadcast_like_grad(op, dy):
     g = op.inputs[0]                                 # broadcasting's adjoint sums
@@ -50,6 +69,16 @@ def _broadcast_like_grad(op, dy):
 @op("SumToShapeOf", same_dtype=False, shape=_like_shape, unknown_rank=True)
 def sum_like(g, like):
     return _sum_to(np.asarray(g), np.shape(like))
+
+
+@sum_like.def_batch
+def _sum_like_batch(xs, batched):
+    g, like = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    gap = _rank_gap(g, like)
+    if not gap:
+        return sum_like(g, like), True
+    # the examples' leading dims summed too, not the batch axis: sum to like with size-1 axes after the batch
+    return reshape_like(sum_like(g, batching.insert_axes(like, 1, gap)), like), True
 
 
 @sum_like.def_grad(reads_inputs=False)
@@ -64,6 +93,12 @@ def _sum_like_grad(op, dy):
 @op("ReshapeToShapeOf", same_dtype=False, shape=_like_shape, unknown_rank=True)
 def reshape_like(g, like):
     return np.reshape(g, np.shape(like))
+
+
+@reshape_like.def_batch
+def _reshape_like_batch(xs, batched):
+    g, like = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    return reshape_like(g, like), True
 
 
 @reshape_like.def_grad(reads_inputs=False)

@@ -19,7 +19,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op, raise_type_mismatch
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops import shape_tensors
+from tapeflow.ops import batching, shape_tensors
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
 from tapeflow.ops.constant_value import concat_value, pack_value, unpack_value
 from tapeflow.ops.constructor_ops import _int_input, int_input
@@ -44,6 +44,16 @@ def _pack(*xs, axis):
             raise ValueError(f"Shapes of all inputs must match: values[0].shape = {_shape_str(shape)} != "
                              f"values[{i}].shape = {_shape_str(x.shape)}")
     return np.stack(xs, axis=axis)
+
+
+@_pack.def_batch
+def _pack_batch(xs, batched, axis):
+    return execute(_pack, _stacked_inputs(xs, batched), {"axis": axis + 1}), True
+
+
+def _stacked_inputs(xs, batched):
+    """Every input stacked (the shared ones repeated for each example: a view, eagerly)."""
+    return batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
 
 
 @_pack.def_grad(reads_inputs=False)
@@ -88,6 +98,11 @@ def _unpack_shape(x, num, axis):
 def _unpack(x, num, axis):
     moved = np.moveaxis(x, axis, 0) if axis else x
     return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
+
+
+@_unpack.def_batch
+def _unpack_batch(xs, batched, num, axis):
+    return execute(_unpack, xs, {"num": num, "axis": axis + 1}), True
 
 
 @_unpack.def_grad(reads_inputs=False)
@@ -147,6 +162,11 @@ def _concat(*xs, axis):
                 raise ValueError(f"ConcatOp : Dimension {d} in both shapes must be equal: shape[0] = "
                                  f"{_shape_str(first)} vs. shape[{i}] = {_shape_str(x.shape)}")
     return np.concatenate(xs, axis=axis)
+
+
+@_concat.def_batch
+def _concat_batch(xs, batched, axis):
+    return execute(_concat, _stacked_inputs(xs, batched), {"axis": axis + 1}), True
 
 
 @_concat.def_grad(reads_inputs=False)
@@ -242,6 +262,11 @@ def _split_even(x, num_split, axis):
     return _split_kernel(x, (n // num_split,) * num_split, axis)
 
 
+@_split_even.def_batch
+def _split_even_batch(xs, batched, num_split, axis):
+    return execute(_split_even, xs, {"num_split": num_split, "axis": axis + 1}), True
+
+
 def _split_sizes(sizes, n):
     """SplitV's sizes with the -1 worked out; ValueError when they do not fit n elements."""
     if sizes.count(-1) > 1:
@@ -278,6 +303,14 @@ def _split(x, sizes, axis):
     if type(sizes) is np.ndarray:                       # a size input: checked when the graph runs
         sizes = _split_sizes(sizes.tolist(), x.shape[axis])
     return _split_kernel(x, sizes, axis)
+
+
+@_split.def_batch
+def _split_batch(xs, batched, axis, sizes=None):
+    if len(xs) > 1 and batched[1]:
+        raise batching.NotBatchable                     # sizes per example
+    attrs = {"axis": axis + 1} if sizes is None else {"sizes": sizes, "axis": axis + 1}
+    return execute(_split, xs, attrs), True
 
 
 @_split_even.def_grad(reads_inputs=False)
@@ -379,6 +412,32 @@ def _pad(x, constant_values, paddings):
     return np.pad(x, paddings, constant_values=constant_values)
 
 
+@_pad.def_batch
+def _pad_batch(xs, batched, paddings=None):
+    xs, attrs = _pads_batch(xs, batched, 2, paddings)
+    x, value = xs[0], xs[1]
+    if not batched[0]:
+        x = batching.broadcast_batch(x, batching.batch_size_of(value))
+    if not batched[1]:
+        return execute(_pad, [x] + xs[1:], attrs), True
+    # a value per example: pad with zeros, then each example's value outside the input's block
+    inside = execute(_pad, [math_ops.ones_like(x, dtype=bool), Tensor(np.zeros((), bool))] + xs[2:], attrs)
+    padded = execute(_pad, [x, Tensor(np.zeros((), x._value.dtype))] + xs[2:], attrs)
+    return math_ops.where(inside, padded, batching.insert_axes(value, 1, x._value.ndim - 1)), True
+
+
+def _pads_batch(xs, batched, at, paddings):
+    """The inputs and attrs of a pad op (paddings in attr `paddings` or input `at`) with a
+    (0, 0) row of paddings for the batch axis."""
+    if len(xs) <= at:
+        return list(xs), {"paddings": ((0, 0),) + tuple(paddings)}
+    if batched[at]:
+        raise batching.NotBatchable                     # paddings per example
+    pads = xs[at]
+    row = Tensor(np.zeros((1, 2), pads._value.dtype))
+    return list(xs[:at]) + [concat([row, pads], 0)] + list(xs[at + 1:]), {}
+
+
 @_pad.def_grad(reads_inputs=(2,))    # the paddings, when they are an input
 def _pad_grad(op, dy):
     if len(op.inputs) == 3:                             # paddings known when the graph runs
@@ -403,6 +462,12 @@ def _mirror_pad(x, paddings, mode):
         if error:
             raise ValueError(error)
     return np.pad(x, paddings, mode=mode.lower())
+
+
+@_mirror_pad.def_batch
+def _mirror_pad_batch(xs, batched, mode, paddings=None):
+    xs, attrs = _pads_batch(xs, batched, 1, paddings)
+    return execute(_mirror_pad, xs, {**attrs, "mode": mode}), True
 
 
 def _pads_error(pads, shape, mode):
@@ -451,6 +516,12 @@ def _mirror_pad_grad_op(dy, paddings, mode):
         np.add.at(folded, _mirror_source(n, before, after, mode), moved)
         out = np.moveaxis(folded, 0, axis)
     return out
+
+
+@_mirror_pad_grad_op.def_batch
+def _mirror_pad_grad_batch(xs, batched, mode, paddings=None):
+    xs, attrs = _pads_batch(xs, batched, 1, paddings)
+    return execute(_mirror_pad_grad_op, xs, {**attrs, "mode": mode}), True
 
 
 @_mirror_pad_grad_op.def_grad(reads_inputs=(1,))

@@ -27,13 +27,14 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYP
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, _tf_name, execute, op, raise_type_mismatch
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute, op, raise_type_mismatch
 from tapeflow.ops.constant_value import cast_value
 from tapeflow.framework.symbolic import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import batching, shape_fns
 from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
+from tapeflow.ops.half import computes_in_float32
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -447,7 +448,8 @@ def _convert_like(value, other):
 
 # -- add_n -------------------------------------------------------------------
 
-@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_fns.add_n_shape, unknown_rank=True, batch=batching.ELEMENTWISE)
+@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_fns.add_n_shape, unknown_rank=True, batch=batching.SAME_SHAPE,
+    jvp=LINEAR)
 def _add_n(*xs):
     out = np.add(xs[0], xs[1]) if len(xs) > 1 else np.array(xs[0], copy=True)
     for x in xs[2:]:
@@ -762,8 +764,19 @@ def ones_like(input, dtype=None, name=None):  # noqa: A002
 # -- matmul ------------------------------------------------------------------
 
 # fresh_outputs: never a view of an input (Note [buffer reuse] in graph/executor.py).
+def _matmul_jvp(inputs, outputs, attrs, tangents):
+    """The JVP of a b: ta b + a tb (a product for each input with a tangent only)."""
+    (a, b), (ta, tb) = inputs, tangents
+    flags = attrs["transpose_a"], attrs["transpose_b"]
+    terms = [_matmul_op(ta, b, *flags) if ta is not None else None,
+             _matmul_op(a, tb, *flags) if tb is not None else None]
+    terms = [t for t in terms if t is not None]
+    return [terms[0] if len(terms) == 1 else add_v2(*terms)]
+
+
 @op("BatchMatMulV2", dtypes=NUMERIC_TYPES, shape=shape_fns.matmul_shape, unknown_rank=shape_fns.rank_unknown,
-    fresh_outputs=True)
+    fresh_outputs=True, jvp=_matmul_jvp)
+@computes_in_float32
 def _matmul(a, b, transpose_a, transpose_b):
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"In[0] and In[1] must be at least rank 2, got shapes {list(a.shape)} and {list(b.shape)}")
@@ -773,8 +786,7 @@ def _matmul(a, b, transpose_a, transpose_b):
         b = np.swapaxes(b, -1, -2)
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: {list(b.shape)}")
-    out = np.matmul(a, b)
-    return out if out.dtype == a.dtype else out.astype(a.dtype)   # NumPy computes bfloat16 in float32
+    return np.matmul(a, b)
 
 
 @_matmul.def_batch

@@ -14,7 +14,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.symbolic import known_rank
-from tapeflow.ops import array_ops, math_ops, shape_fns, shape_tensors
+from tapeflow.ops import array_ops, batching, math_ops, shape_fns, shape_tensors
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
@@ -65,6 +65,34 @@ def _softmax_xent(logits, labels):
     return loss.astype(logits.dtype, copy=False), _unrows(e, axis, shape, logits.dtype)
 
 
+@_softmax_xent.def_batch
+def _softmax_xent_batch(xs, batched):
+    # the examples' rows one after another: one [B*N, C] cross-entropy (a shared single row
+    # of labels or logits broadcasts against all of them as it is)
+    size = batching.batch_size_of(xs[batched.index(True)])
+    full = _broadcast_dims(*(x._value.shape[1:] if b else x._value.shape for x, b in zip(xs, batched)))
+    rows = []
+    for x, b in zip(xs, batched, strict=True):
+        shape = x._value.shape[1:] if b else x._value.shape
+        if not b and shape[0] == 1:
+            rows.append(x)
+            continue
+        x = x if b else batching.broadcast_batch(x, size)
+        if shape != full:
+            if None in full:
+                raise batching.NotBatchable                 # broadcast known only when the graph runs
+            x = array_ops.broadcast_to(x, batching.prepend(size, full))
+        rows.append(_as_rows(x))
+    loss, backprop = execute(_softmax_xent, rows, {})
+    return (_unfold(loss, size, full[:1]), _unfold(backprop, size, full)), True
+
+
+def _unfold(t, size, dims):
+    """The [B*N, ...] rows `t` as [B, N, ...] (example dims `dims`, None where unknown: read from `t`)."""
+    known = list(dims[1:]) if None not in dims[1:] else shape_tensors.dims_of(t)[1:]
+    return array_ops.reshape(t, [size, -1 if dims[0] is None else dims[0]] + known)
+
+
 @_softmax_xent.def_grad(reads_inputs=(0,), reads_outputs=True)
 def _softmax_xent_grad(op, dloss, dbackprop):
     logits, labels = op.inputs
@@ -100,6 +128,17 @@ def _sparse_softmax_xent(logits, labels):
     loss = np.log(total).reshape(n) - a[at]                 # log-sum-exp - logit of the label
     e[at] -= 1
     return loss.astype(logits.dtype, copy=False), _unrows(e, axis, logits.shape, logits.dtype)
+
+
+@_sparse_softmax_xent.def_batch
+def _sparse_softmax_xent_batch(xs, batched):
+    # the examples' rows one after another: one [B*N, C] cross-entropy with B*N labels
+    size = batching.batch_size_of(xs[batched.index(True)])
+    logits, labels = batching.stacked_all(xs, batched, size)
+    dims = logits._value.shape[1:]
+    rows = array_ops.reshape(logits, [-1, shape_tensors.dims_of(logits)[-1] if dims[1] is None else dims[1]])
+    loss, backprop = execute(_sparse_softmax_xent, (rows, array_ops.reshape(labels, (-1,))), {})
+    return (_unfold(loss, size, dims[:1]), _unfold(backprop, size, dims)), True
 
 
 @_sparse_softmax_xent.def_grad(reads_inputs=(0,), reads_outputs=True)

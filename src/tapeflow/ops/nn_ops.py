@@ -22,7 +22,8 @@ from tapeflow.ops.variables import Variable
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, random_ops, shape_fns, shape_tensors
-from tapeflow.ops.batching import ELEMENTWISE
+from tapeflow.ops import batching
+from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.shape_fns import unary_op
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -74,7 +75,7 @@ def _relu_grad_into(dy, y, out):
 
 
 @op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
-    batch=ELEMENTWISE)
+    batch=SAME_SHAPE)
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
     return dy * (y > 0).astype(dy.dtype)
@@ -377,6 +378,20 @@ def _bias_add(value, bias, data_format):
     if axis == 1 and value.ndim > 2:
         bias = bias.reshape((-1,) + (1,) * (value.ndim - 2))
     return np.add(value, bias)
+
+
+@_bias_add.def_batch
+def _bias_add_batch(xs, batched, data_format):
+    value, bias = xs
+    if batched == (True, False) and data_format != "NCHW":
+        return execute(_bias_add, xs, {"data_format": data_format}), True     # the channels stay last
+    rank = batching.example_rank(value, batched[0])
+    after = rank - 2 if data_format == "NCHW" else 0    # example axes after the channel axis
+    if after:                                           # y = x + b with b shaped to its channel axis
+        bias = batching.insert_axes(bias, bias._value.ndim, after)
+    if batched[1] and rank - 1 - after:                 # and each example's b its own
+        bias = batching.insert_axes(bias, 1, rank - 1 - after)
+    return math_ops.add(value, bias), True
 
 
 @_bias_add.def_grad(reads_inputs=False)

@@ -18,11 +18,11 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import ALL, execute, op, raise_type_mismatch
+from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, shape_fns, shape_tensors, slicing_ops
+from tapeflow.ops import array_ops, batching, shape_fns, shape_tensors, slicing_ops
 from tapeflow.ops.batching import REDUCTION
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
@@ -126,7 +126,7 @@ def _reduce(kernel, input_tensor, axis, keepdims):
 
 # -- sum and mean ----------------------------------------------------------------------
 
-@reduction_op("Sum", dtypes=NUMERIC_TYPES)
+@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR)
 def _sum(x, axis, keepdims):
     if x.dtype in _HALF:
         return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
@@ -547,7 +547,7 @@ def _scan(accumulate, identity, x, axis, exclusive, reverse):
     return np.flip(out, axis) if reverse else out
 
 
-@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
+@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION, jvp=LINEAR)
 def _cumsum(x, axis, exclusive, reverse):
     return _scan(np.add.accumulate, 0, x, axis, exclusive, reverse)
 
@@ -699,6 +699,16 @@ def _top_k(x, k, sorted, index_type):  # noqa: A002
     return np.take_along_axis(x, indices, -1), indices.astype(index_type)
 
 
+@_top_k.def_batch
+def _top_k_batch(xs, batched, sorted, index_type, k=None):  # noqa: A002
+    if len(xs) > 1 and batched[1]:
+        raise batching.NotBatchable                     # k per example
+    attrs = {"sorted": sorted, "index_type": index_type}
+    if k is not None:                                   # k an attr, not an input
+        attrs["k"] = k
+    return execute(_top_k, xs, attrs), True            # rows along the last axis
+
+
 @_top_k.def_grad(reads_inputs=False, reads_outputs=True)
 def _top_k_grad(op, dvalues, dindices):
     # The values' gradients land at their indices in each row (a scatter into zeros).
@@ -768,6 +778,18 @@ def _in_top_k(predictions, targets, k):
     # In the top k: fewer than k predictions strictly larger (ties count in); NaN/inf targets never.
     larger = np.sum(predictions > target_value[:, None], axis=1)
     return valid & np.isfinite(target_value) & (larger < k)
+
+
+@_in_top_k.def_batch
+def _in_top_k_batch(xs, batched, k):
+    # the examples' rows one after another: one [B*N, C] check
+    size = batching.batch_size_of(xs[batched.index(True)])
+    predictions, targets = batching.stacked_all(xs, batched, size)
+    classes = predictions._value.shape[-1]
+    rows = array_ops.reshape(predictions, [-1, shape_tensors.dims_of(predictions)[-1] if classes is None else classes])
+    out = execute(_in_top_k, (rows, array_ops.reshape(targets, (-1,))), {"k": k})
+    n = predictions._value.shape[1]
+    return array_ops.reshape(out, [size, -1 if n is None else n]), True
 
 
 @tf_export("math.in_top_k", "nn.in_top_k")

@@ -28,7 +28,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, _const, known_rank
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops import shape_fns, shape_tensors
+from tapeflow.ops import batching, shape_fns, shape_tensors
 from tapeflow.ops.constant_value import constant_value, fully_known, known
 from tapeflow.ops.grad_util import shape_tensor
 from tapeflow.ops import math_ops
@@ -160,6 +160,40 @@ def _strided_slice(x, begin, end, strides, begin_mask, end_mask, ellipsis_mask, 
     return x[index]
 
 
+@_strided_slice.def_batch
+def _strided_slice_batch(xs, batched, **masks):
+    if any(batched[1:]):
+        raise batching.NotBatchable                     # a slice per example
+    return execute(_strided_slice, [xs[0]] + _batch_spec(xs[1:]), _batch_masks(masks)), True
+
+
+# Note [batched slice specs]: a strided slice of a stacked tensor is the example's slice with
+# a full slice of the batch axis in front: begin/end/strides get an entry (0, 0, 1) before
+# theirs, its begin and end bits set, and every mask bit moves up one place (an ellipsis or a
+# new axis then falls after the batch axis, as it did in the example).
+
+def _batch_spec(spec):
+    """begin, end and strides with the entry of the batch axis in front (Note [batched slice specs])."""
+    return [_prepend_entry(t, v) for t, v in zip(spec, (0, 0, 1), strict=True)]
+
+
+def _batch_masks(masks):
+    out = {k: m << 1 for k, m in masks.items()}
+    out["begin_mask"] |= 1
+    out["end_mask"] |= 1
+    return out
+
+
+def _prepend_entry(t, value):
+    """The int vector `t` with `value` (an int or a scalar tensor) in front."""
+    if type(t) is Tensor and not isinstance(value, Tensor):     # eager: no op for a constant index
+        return Tensor(np.concatenate([np.asarray([value], t._value.dtype), t._value]))
+    from tapeflow.ops import join_ops
+    head = array_ops.reshape(math_ops.cast(value, t._value.dtype), [1]) if isinstance(value, Tensor) else \
+        np.asarray([value], t._value.dtype)
+    return join_ops.concat([head, t], 0)
+
+
 @_strided_slice.def_grad(reads_inputs=(1, 2, 3))
 def _strided_slice_grad(op, dy):
     x, begin, end, strides = op.inputs                 # dx = dy placed at the slice, zeros elsewhere
@@ -190,6 +224,15 @@ def _strided_slice_grad_op(shape, begin, end, strides, dy, begin_mask, end_mask,
     out = np.zeros(shape, dy.dtype)
     out[index] = dy
     return out
+
+
+@_strided_slice_grad_op.def_batch
+def _strided_slice_grad_batch(xs, batched, **masks):
+    if any(batched[:4]):
+        raise batching.NotBatchable                     # a slice per example
+    shape, *spec, dy = xs
+    shape = _prepend_entry(shape, batching.batch_size_of(dy))
+    return execute(_strided_slice_grad_op, [shape] + _batch_spec(spec) + [dy], _batch_masks(masks)), True
 
 
 @_strided_slice_grad_op.def_grad(reads_inputs=(1, 2, 3))
@@ -451,6 +494,14 @@ def _slice(x, begin, size):
         i = bad[0]
         raise ValueError(f"Expected size[{i}] in [0, {dims[i] - b[i]}], but got {s[i]}")
     return x[tuple(map(_py_slice, b.tolist(), (b + s).tolist()))]
+
+
+@_slice.def_batch
+def _slice_batch(xs, batched):
+    if any(batched[1:]):
+        raise batching.NotBatchable                     # a block per example
+    x, begin, size = xs
+    return execute(_slice, (x, _prepend_entry(begin, 0), _prepend_entry(size, -1)), {}), True
 
 
 @_slice.def_grad(reads_inputs=(1,))

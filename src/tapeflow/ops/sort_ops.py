@@ -17,7 +17,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.symbolic import Meta, known_rank
-from tapeflow.ops import shape_tensors
+from tapeflow.ops import batching, shape_tensors
 from tapeflow.ops.shape_fns import shape_error
 from tapeflow.ops import array_ops
 
@@ -33,6 +33,11 @@ def _argsort(x, descending):
         return np.argsort(x, axis=-1, kind="stable").astype(np.int32)
     n = x.shape[-1]                                    # stable descending: sort the reversed row
     return (n - 1 - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]).astype(np.int32)
+
+
+@_argsort.def_batch
+def _argsort_batch(xs, batched, descending):
+    return execute(_argsort, xs, {"descending": descending}), True     # rows along the last axis
 
 
 def _moved(values, axis, op_name):
@@ -134,3 +139,10 @@ def invert_permutation(x):
     y = np.empty_like(x)
     y[x] = np.arange(n, dtype=x.dtype)
     return y
+
+
+@invert_permutation.def_batch
+def _invert_permutation_batch(xs, batched):
+    # the inverse of a permutation is the order that sorts it (rows are not checked to be permutations)
+    from tapeflow.ops import math_ops
+    return math_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True

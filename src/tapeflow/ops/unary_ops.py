@@ -19,7 +19,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import shape_fns
-from tapeflow.ops.batching import ELEMENTWISE
+from tapeflow.ops.batching import SAME_SHAPE
 from tapeflow.ops.shape_fns import unary_op
 from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
 
@@ -310,7 +310,7 @@ def _tanh_grad(op, dy):
     return _tanh_grad_op(_c(op.outputs[0]), dy)         # d tanh x = (1 - tanh^2 x) dx
 
 
-@op("TanhGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=ELEMENTWISE)
+@op("TanhGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
 def _tanh_grad_op(y, dy):
     return dy * (_one(y.dtype) - y * y)
 
@@ -375,7 +375,7 @@ def _sigmoid_grad(op, dy):
     return _sigmoid_grad_op(_c(op.outputs[0]), dy)      # d s(x) = s(x) (1 - s(x)) dx
 
 
-@op("SigmoidGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=ELEMENTWISE)
+@op("SigmoidGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
 def _sigmoid_grad_op(y, dy):
     return dy * (y * (_one(y.dtype) - y))
 

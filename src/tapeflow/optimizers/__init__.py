@@ -1,0 +1,16 @@
+"""`tf.optimizers`: the Keras optimizers SGD and Adam (the same classes as
+`tf.keras.optimizers`) and `schedules`.
+
+The implementation lives here too: optimizer.py (the Keras base: state,
+learning rates, `apply_gradients`), sgd.py, adam.py, learning_rate_schedule.py,
+and the TF1 optimizers of `tf.compat.v1.train` (v1_optimizer.py, the base;
+v1_optimizers.py; training_util.py, the global step).
+"""
+
+from tapeflow.optimizers import adam as _adam, sgd as _sgd  # noqa: F401
+from tapeflow.optimizers import v1_optimizers as _v1_optimizers, training_util as _training_util  # noqa: F401
+from tapeflow.framework.export import populate as _populate
+
+_populate(__name__)
+
+from tapeflow.optimizers import schedules  # noqa: E402,F401
