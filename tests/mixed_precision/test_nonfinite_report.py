@@ -189,7 +189,7 @@ def test_only_loss_scale_tapes_keep_creation_sites():
         plain.watch(x)
         scaled.watch(x)
         y = x * 3.0  # SITE
-    assert type(plain._tape) is Tape and type(scaled._tape) is SiteTape
+    assert float(y) == 3.0 and type(plain._tape) is Tape and type(scaled._tape) is SiteTape
     assert list(scaled._tape.sites.values()) == [(__file__, int(_line("SITE").rsplit(":", 1)[1]))]
 
 

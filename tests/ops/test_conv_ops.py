@@ -1,6 +1,7 @@
 """Spec rows for convolutions and pooling, plus their errors and second-order ops."""
 
 import itertools
+import warnings
 import time
 
 import numpy as np
@@ -374,3 +375,100 @@ def test_conv3d_batch_dims_and_channels_first():
     np.testing.assert_allclose(ncdhw, np.moveaxis(ndhwc, -1, 1), rtol=1e-12)
     batched = tf.nn.convolution(np.stack([x, 2 * x]), w, padding="SAME").numpy()
     np.testing.assert_allclose(batched[1], 2 * ndhwc, rtol=1e-12)
+
+
+# -- vectorization: every batched/shared pattern of the convolution and pooling ops --------------
+
+_VMAP_CONVS = {
+    "conv2d": (lambda x, w: tf.nn.conv2d(x, w, [2, 1], "SAME"), (1, 5, 4, 2), (3, 2, 2, 3)),
+    "conv2d_dilated": (lambda x, w: tf.nn.conv2d(x, w, 1, "VALID", dilations=[2, 1]), (2, 6, 5, 2), (2, 2, 2, 1)),
+    "conv2d_explicit": (lambda x, w: tf.nn.conv2d(x, w, 1, [[0, 0], [1, 0], [2, 1], [0, 0]]), (1, 4, 3, 2),
+                        (3, 3, 2, 2)),
+    "conv3d": (lambda x, w: tf.nn.convolution(x, w, strides=[2, 1, 1], padding="SAME"), (1, 4, 3, 3, 2),
+               (2, 2, 2, 2, 2)),
+    "conv2d_empty": (lambda x, w: tf.nn.conv2d(x, w, 1, "SAME"), (0, 4, 4, 2), (3, 3, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("name", _VMAP_CONVS)
+@pytest.mark.parametrize("pattern", ["x", "w", "dy", "x,w", "x,dy", "w,dy", "x,w,dy"])
+def test_vectorized_convolution_and_its_gradients(name, pattern):
+    # One batched backprop per pattern: conv(x, w) and, through a tape inside the function,
+    # Conv*BackpropInput(sizes, w, dy) and Conv*BackpropFilter(x, sizes, dy) with each of x, w, dy
+    # batched (stacked) or shared, against a loop over the examples; no op may fall back.
+    fn, xshape, wshape = _VMAP_CONVS[name]
+    rng = np.random.default_rng(31)
+    batch = 3
+    x, w = rng.normal(size=(batch,) + xshape), rng.normal(size=(batch,) + wshape)
+    dy = rng.normal(size=(batch,) + tuple(fn(tf.constant(x[0]), tf.constant(w[0])).shape))
+    mapped = pattern.split(",")
+
+    def example(args):
+        vals = {"x": x[0], "w": w[0], "dy": dy[0]}
+        vals.update(zip(mapped, args))
+        xs, ws, dys = (tf.convert_to_tensor(vals[k]) for k in ("x", "w", "dy"))
+        with tf.GradientTape() as tape:
+            tape.watch([xs, ws])
+            y = fn(xs, ws)
+        return [y] + tape.gradient(y, [xs, ws], output_gradients=dys)
+
+    stacked = {"x": x, "w": w, "dy": dy}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        got = tf.vectorized_map(example, [tf.constant(stacked[k]) for k in mapped])
+        traced = tf.function(lambda *a: tf.vectorized_map(example, list(a)))(*[tf.constant(stacked[k]) for k in mapped])
+    want = [example([stacked[k][b] for k in mapped]) for b in range(batch)]
+    for k in range(3):
+        expected = np.stack([wb[k].numpy() for wb in want])
+        np.testing.assert_allclose(got[k].numpy(), expected, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(traced[k].numpy(), expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+@pytest.mark.parametrize("pattern", ["x", "dy", "x,dy"])
+def test_vectorized_pooling_and_its_gradients(pool, pattern):
+    fn = {"max": lambda x: tf.nn.max_pool2d(x, [3, 2], [1, 2], "SAME"),
+          "avg": lambda x: tf.nn.avg_pool2d(x, 2, 1, "VALID")}[pool]
+    rng = np.random.default_rng(32)
+    x = rng.permutation(3 * 2 * 4 * 5 * 2).reshape(3, 2, 4, 5, 2).astype(np.float64)
+    dy = rng.normal(size=(3,) + tuple(fn(tf.constant(x[0])).shape))
+    mapped = pattern.split(",")
+
+    def example(args):
+        vals = {"x": x[0], "dy": dy[0]}
+        vals.update(zip(mapped, args))
+        xs, dys = tf.convert_to_tensor(vals["x"]), tf.convert_to_tensor(vals["dy"])
+        with tf.GradientTape() as outer:
+            outer.watch(dys)
+            with tf.GradientTape() as tape:
+                tape.watch(xs)
+                y = fn(xs)
+            dx = tape.gradient(y, xs, output_gradients=dys)
+            loss = tf.reduce_sum(dx * dx)
+        return [y, dx, outer.gradient(loss, dys)]      # MaxPoolGrad, then MaxPoolGradGrad
+
+    stacked = {"x": x, "dy": dy}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        got = tf.vectorized_map(example, [tf.constant(stacked[k]) for k in mapped])
+    want = [example([stacked[k][b] for k in mapped]) for b in range(3)]
+    for k in range(3):
+        np.testing.assert_allclose(got[k].numpy(), np.stack([wb[k].numpy() for wb in want]), rtol=1e-12)
+
+
+def test_conv_hessian_is_vectorized():
+    # The pfor Jacobian of a gradient meets BackpropInput/BackpropFilter with batched filters and gradients.
+    rng = np.random.default_rng(33)
+    x, w = tf.constant(rng.normal(size=(1, 4, 4, 2))), tf.constant(rng.normal(size=(2, 2, 2, 2)))
+    with tf.GradientTape(persistent=True) as outer:
+        outer.watch([x, w])
+        with tf.GradientTape() as inner:
+            inner.watch([x, w])
+            loss = tf.reduce_sum(tf.tanh(tf.nn.conv2d(x, w, 1, "SAME")))
+        grads = tf.concat([tf.reshape(g, [-1]) for g in inner.gradient(loss, [x, w])], 0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        fast = outer.jacobian(grads, [x, w])
+    slow = outer.jacobian(grads, [x, w], experimental_use_pfor=False)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)

@@ -31,11 +31,12 @@ def _halves(rng, shape, dtype):
 
 SPECS = [
     # Not differentiable (no input to differentiate, no second order): the forward values and
-    # dtypes against NumPy and TensorFlow.
+    # dtypes against NumPy and TensorFlow.  Not vectorized: each example's count of distinct
+    # values is read from its values (the rule raises NotBatchable, as for Where).
     OpSpec("unique", lambda tf, x: tf.unique(x), lambda x: [_unique(x)[0], _unique(x)[1].astype(np.int32)],
-           [((8,),), ((0,),), ((1,),)], sampler=_halves, wrt=(), second_order=False),
+           [((8,),), ((0,),), ((1,),)], sampler=_halves, wrt=(), second_order=False, vmap=False),
     OpSpec("unique_with_counts_int64", lambda tf, x: tf.unique_with_counts(x, out_idx=tf.int64),
-           lambda x: list(_unique(x)), [((9,),)], sampler=_halves, wrt=(), second_order=False),
+           lambda x: list(_unique(x)), [((9,),)], sampler=_halves, wrt=(), second_order=False, vmap=False),
     # The indices of a constant's unique values used to gather a differentiable tensor.
     OpSpec("unique_idx_gather", lambda tf, x, v: tf.gather(x, tf.unique(v).idx),
            lambda x, v: x[_unique(v)[1]], [((3,),), ((3, 2),)], extra=const([5, 1, 5, 7, 1]), square_outputs=True),

@@ -6,7 +6,10 @@ variables and every slot compared bit for bit.
 The one exception is Keras Adam in float32: TensorFlow's float32 `pow` (Eigen's)
 is not correctly rounded, so `beta ** t` can differ from NumPy's by an ulp, and
 the step size `sqrt(1 - beta_2 ** t)` carries that into a few ulps of the
-variables (at most 16 ulps in 20 steps here).
+variables (at most 16 ulps in 20 steps here).  Norm clipping and
+`loss_scale_factor` are not here: TensorFlow's reductions sum in another order
+and its graph optimizer turns a division by a constant into a multiplication,
+so those agree to a few ulps (test_keras_optimizers.py).
 """
 
 import numpy as np
@@ -27,6 +30,9 @@ KERAS = {
     "sgd_nesterov": lambda tf: tf.keras.optimizers.SGD(0.05, momentum=0.8, nesterov=True),
     "adam": lambda tf: tf.keras.optimizers.Adam(0.05),
     "amsgrad": lambda tf: tf.keras.optimizers.Adam(0.02, beta_1=0.5, beta_2=0.9, epsilon=1e-3, amsgrad=True),
+    "sgd_weight_decay": lambda tf: tf.keras.optimizers.SGD(0.1, momentum=0.5, weight_decay=0.2),
+    "adam_weight_decay": lambda tf: tf.keras.optimizers.Adam(0.05, weight_decay=0.01),
+    "sgd_clipvalue": lambda tf: tf.keras.optimizers.SGD(0.1, clipvalue=0.3),
 }
 V1 = {
     "gradient_descent": lambda tf: tf.compat.v1.train.GradientDescentOptimizer(0.1),

@@ -215,12 +215,14 @@ def test_constraints_are_applied_after_the_update():
     same(prog)
 
 
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
 @pytest.mark.parametrize("extra", [{"clipnorm": 0.5}, {"clipvalue": 0.1}, {"global_clipnorm": 0.3},
                                    {"weight_decay": 0.1}, {"loss_scale_factor": 4.0}],
                          ids=lambda e: next(iter(e)))
-def test_base_optimizer_arguments(extra):
-    make = lambda tf: tf.keras.optimizers.Adam(0.05, name="opt", **extra)     # noqa: E731
-    same(_training(make, sparse=False, steps=3), rtol=RTOL, atol=ATOL)
+def test_base_optimizer_arguments(extra, sparse, in_function):
+    make = lambda tf: tf.keras.optimizers.SGD(0.05, momentum=0.5, name="opt", **extra)     # noqa: E731
+    same(_training(make, sparse=sparse, in_function=in_function, steps=3), rtol=RTOL, atol=ATOL)
 
 
 # -- warnings and errors --------------------------------------------------------------------------

@@ -182,7 +182,8 @@ class LossScaleGradientTape(GradientTape):
             is_none[:] = [g is None for g in raw]
             grads = [s if g is None else _unscale(g, scale) for g, s in zip(raw, flat_sources, strict=True)]
             _, ready = loss_scale.update(grads)
-            self._explain_rejection(ready, scale, target, output_gradients, flat_sources, raw, grads)
+            nonfinite.explain_rejected_round(self._tape, nonfinite.skip_log(loss_scale), ready, scale, target,
+                                             output_gradients, flat_sources, raw, grads)
             return grads, convert_to_tensor(ready), convert_to_tensor(False)
 
         def again(grads, ready, first):
@@ -200,69 +201,6 @@ class LossScaleGradientTape(GradientTape):
             self._watched_variables = self._tape.watched_variables()
             self._tape = None
         return [None if none else g for g, none in zip(grads, is_none, strict=True)]
-
-
-    def _explain_rejection(self, ready, scale, target, output_gradients, flat_sources, raw, grads):
-        """Counts a rejected round and locates the op behind it (Note [no cost on finite
-        steps] in nonfinite.py): eagerly from the tape's records, in a graph from a host op
-        that replays them (Note [skip reports in graphs])."""
-        if ready is True:
-            return
-        tape = self._tape
-        targets = nest.flatten(target)
-        target_ids = [t._id for t in targets]
-        last = max([tape._tensor_tape.get(i, -1) for i in target_ids] or [-1])
-        op_ids = [i for i in tape._op_tape if i <= last]
-        records = [tape._op_tape[i] for i in op_ids]
-        ops = [(rec.type, _op_name(rec), _site(tape.sites.get(i))) for i, rec in zip(op_ids, records)]
-        kept = [k for k, g in enumerate(raw) if g is not None]
-        names = [nonfinite.source_name(flat_sources[k], k) for k in kept]
-        source_ids = [s._id for s in flat_sources]
-        given = None if output_gradients is None else nest.flatten(output_gradients)
-        log = nonfinite.skip_log(self._loss_scale)
-        graph = None if executing_eagerly() else nonfinite.GraphRecords(records)
-        if graph is not None:
-            target_slots = [graph.feed(t) for t in targets]
-            given_slots = None if given is None else [None if g is None else graph.feed(g) for g in given]
-
-        def locate(scale_value, fed):
-            if graph is None:
-                values = [t._value for t in targets]
-                seeds = nonfinite.scaled_seeds(target_ids, values, given and [
-                    None if g is None else convert_to_tensor(g)._value for g in given], scale_value)
-                return nonfinite.locate(records, seeds, source_ids)
-            seeds = nonfinite.scaled_seeds(target_ids, [fed[p] for p in target_slots], given_slots and [
-                None if p is None else fed[p] for p in given_slots], scale_value)
-            return nonfinite.locate(graph.replay(fed), seeds, source_ids)
-
-        def callback(values):
-            scale_value, bad = values[0], values[1:1 + len(kept)]
-            found = nonfinite.run_quietly(locate, scale_value, values[1 + len(kept):])
-            log.add(_report(found, ops, float(scale_value), nonfinite.first_bad(bad, names), bad))
-        feeds = [] if graph is None else graph.feeds
-        nonfinite.when_rejected(ready, [scale] + [grads[k] for k in kept] + feeds, callback)
-
-
-def _op_name(rec):
-    """A graph record's op name (its Operation's); an eager record's is its type."""
-    outputs = rec.outputs or ()
-    if outputs and getattr(outputs[0], "_is_symbolic", False):
-        return outputs[0].op.name
-    return rec.name
-
-
-def _site(site):
-    return None if site is None else f"{site[0]}:{site[1]}"
-
-
-def _report(found, ops, scale, variable, grads):
-    """The NonFiniteReport of `locate`'s answer (None fields where nothing was located)."""
-    dtype = next((nonfinite._dtype_name(g) for g in grads if nonfinite._bad(g)), None)
-    if found is None:
-        return nonfinite.NonFiniteReport(None, None, None, None, dtype, scale, None, variable)
-    index, cause, dtype = found
-    op_type, op_name, source = (None, None, None) if index is None else ops[index]
-    return nonfinite.NonFiniteReport(op_type, op_name, source, cause, dtype, scale, None, variable)
 
 
 def _unscale(grad, scale):

@@ -33,7 +33,7 @@ from then on follows Keras 2.  A gradient is never divided twice.
 
 import numpy as np
 
-from tapeflow.framework import dtypes, nest
+from tapeflow.framework import dtypes
 from tapeflow.framework.context import executing_eagerly
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
@@ -63,7 +63,7 @@ def _skip_report(log, scale, step, grads, names):
     def callback(values):
         bad = values[len(extra):]
         labels = [n for _, n in kept]
-        dtype = next((nonfinite._dtype_name(v) for v in bad if nonfinite._bad(v)), None)
+        dtype = next((nonfinite.dtype_name(v) for v in bad if nonfinite.is_bad(v)), None)
         log.add(nonfinite.NonFiniteReport(None, None, None, None, dtype, float(values[0]),
                                           None if step is None else int(values[1]),
                                           nonfinite.first_bad(bad, labels)))

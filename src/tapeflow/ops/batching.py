@@ -314,3 +314,36 @@ def unbatched_result(fn):
     def rule(xs, batched, **attrs):
         return fn(xs, batched, **attrs), False
     return rule
+
+
+# Note [functions in vectorized code]: a function traced while vectorizations are active
+# (a tf.function called inside vectorized_map, the branches of tf.cond, a while_loop body)
+# is traced per example: `per_example_trace` hides the levels, so the batched tensors the
+# function uses become captures (placeholders of the example's shape) and reach the op
+# calling it (PartitionedCall, If, While) as inputs.  That op's rule then runs the body on
+# the whole batch with `run_vectorized`, in a level of its own, as TensorFlow's pfor
+# converts the functions of the ops it meets.
+
+class per_example_trace:
+    """Context manager: no vectorization is active inside (Note [functions in vectorized code])."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self):
+        self._saved = state.vmaps
+        state.vmaps = []
+        return self
+
+    def __exit__(self, *exc):
+        state.vmaps = self._saved
+
+
+def run_vectorized(fn, xs, batched):
+    """`fn` (a list of example tensors -> a list of tensors) run once on the stacked `xs`
+    (those marked in `batched`) in a new level; returns its stacked outputs and which of
+    them are batched (Note [functions in vectorized code])."""
+    size = batch_size_of(next(x for x, b in zip(xs, batched) if b))
+    with vectorizing(size) as scope:
+        outs = fn([scope.batch(x) if b else x for x, b in zip(xs, batched)])
+        flags = [getattr(o, "_is_batched", False) and o._level == scope.level.depth for o in outs]
+        return [o._stacked if b else o for o, b in zip(outs, flags)], flags

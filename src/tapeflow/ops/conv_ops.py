@@ -27,6 +27,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, shape_tensors
 from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
+from tapeflow.ops.half import computes_in_float32
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -208,16 +209,19 @@ def _convolution_ops(n, conv_type, input_type, filter_type):
     channels-last arrays, each declared with its shape rule and gradient."""
 
     @op(conv_type, dtypes=FLOATING_TYPES, shape=_conv_shape)
+    @computes_in_float32
     def conv(x, w, strides, padding, dilations):
         return _conv_forward(x, w, strides, padding, dilations)
 
     @op(input_type, same_dtype=False, shape_reads_inputs=True,
         shape=_shape_from_sizes(0, 1, n + 2, "input_sizes", batch_from=2 if n == 2 else None))
+    @computes_in_float32(dtype_of=1)
     def backprop_input(input_sizes, w, dy, strides, padding, dilations):
         return _conv_backprop_input(input_sizes, w, dy, strides, padding, dilations, input_type)
 
     @op(filter_type, same_dtype=False, shape_reads_inputs=True,
         shape=_shape_from_sizes(1, 0, n + 2, "filter_sizes"))
+    @computes_in_float32
     def backprop_filter(x, filter_sizes, dy, strides, padding, dilations):
         return _conv_backprop_filter(x, filter_sizes, dy, strides, padding, dilations)
 
@@ -248,6 +252,172 @@ _conv2d, _conv2d_backprop_input, _conv2d_backprop_filter = _convolution_ops(
     2, "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter")
 _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
     3, "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
+
+
+# -- batching rules (ops/batching.py) ---------------------------------------------------
+# Note [batched convolutions]: examples sharing the filter are one convolution of B*N
+# images (the batch folded into N).  B filters meeting one input are one convolution with
+# B*O output channels (folded into O); likewise BackpropInput folds batched filters into
+# C, and BackpropFilter a batched input into C and a batched gradient into O.  When the
+# input (or gradient) and the filter are both batched, the examples share nothing: the
+# windows of every image come from one convolution with a one-hot filter (each channel
+# alone, K taps -> K channels) and meet each example's filter in one batched matmul;
+# BackpropInput adds them back with the transposed convolution of that one-hot filter
+# (col2im).  Both are exact for finite values and cost about K/O of the convolution
+# itself on top.  A batched size input (a shape per example) is NotBatchable.
+
+from tapeflow.ops import batching, math_ops  # noqa: E402
+
+
+def _dims(x):
+    """x's dimensions: ints where known statically, scalar tensors where not."""
+    shape = x._value.shape
+    if None not in shape:
+        return list(shape)
+    dynamic = array_ops.shape(x)
+    return [dynamic[i] if d is None else d for i, d in enumerate(shape)]
+
+
+def _reshaped(x, dims):
+    return array_ops.reshape(x, tuple(dims) if all(type(d) is int for d in dims) else list(dims))
+
+
+def _prod(dims):
+    out = 1
+    for d in dims:
+        out = out * d
+    return out
+
+
+def _merge(x, into):
+    """Stacked `x` [B, d0, ...] as one example-shaped tensor whose axis `into` is B * d_into (batch-major)."""
+    if into:
+        rank = x._value.ndim
+        x = array_ops.transpose(x, tuple(range(1, into + 1)) + (0,) + tuple(range(into + 1, rank)))
+    dims = _dims(x)
+    return _reshaped(x, dims[:into] + [dims[into] * dims[into + 1]] + dims[into + 2:])
+
+
+def _split(y, at, size, d):
+    """The inverse of `_merge`: y's axis `at` (size * d, batch-major) split, the batch moved to the front."""
+    dims = _dims(y)
+    y = _reshaped(y, dims[:at] + [size, d] + dims[at + 1:])
+    if at:
+        y = array_ops.transpose(y, (at,) + tuple(range(at)) + tuple(range(at + 1, len(dims) + 1)))
+    return y
+
+
+def _scaled(sizes, axis, factor):
+    """A size input (an int vector) with entry `axis` multiplied by `factor` (the batch folded there)."""
+    scale = [1] * sizes._value.shape[0]
+    scale[axis] = math_ops.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
+    if isinstance(factor, Tensor):
+        return math_ops.multiply(sizes, array_ops.stack(scale))
+    return math_ops.multiply(sizes, Tensor(np.asarray(scale, sizes._value.dtype)))
+
+
+def _one_hot_filter(ks, dtype):
+    """[*ks, 1, K]: tap j of the window to output channel j."""
+    k = int(np.prod(ks))
+    return Tensor(np.eye(k, dtype=dtype).reshape(tuple(ks) + (1, k)))
+
+
+def _windows_of(conv, x, ks, attrs):
+    """[M, *S, C] -> [M, *out, K, C]: the K taps of every window (Note [batched convolutions])."""
+    n = len(ks)
+    dims = _dims(x)
+    per_channel = _reshaped(array_ops.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
+                            [dims[0] * dims[-1]] + dims[1:-1] + [1])
+    taps = execute(conv, (per_channel, _one_hot_filter(ks, x._value.dtype)), attrs)      # [M*C, *out, K]
+    out = _dims(taps)
+    taps = _reshaped(taps, [dims[0], dims[-1]] + out[1:])
+    return array_ops.transpose(taps, (0,) + tuple(range(2, n + 3)) + (1,))
+
+
+def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
+    """The batching rules of an n-D convolution and its two gradient ops."""
+    channels = n + 1                                    # the channel axis of an example
+
+    @conv.def_batch
+    def _conv_batch(xs, batched, **attrs):
+        x, w = xs
+        if not batched[1]:                              # shared filter: B*N images
+            y = execute(conv, (_merge(x, 0), w), attrs)
+            return _split(y, 0, batching.batch_size_of(x), _dims(x)[1]), True
+        size = batching.batch_size_of(w)
+        if not batched[0]:                              # one input, B filters: B*O channels
+            y = execute(conv, (x, _merge(w, n + 1)), attrs)
+            return _split(y, channels, size, _dims(w)[-1]), True
+        ks = w._value.shape[1:n + 1]                    # both: windows times each example's filter
+        if None in ks:
+            raise batching.NotBatchable
+        xd, wd = _dims(x), _dims(w)
+        taps = _windows_of(conv, _merge(x, 0), ks, attrs)
+        td = _dims(taps)
+        cols = _reshaped(taps, [size, _prod(xd[1:2] + td[1:n + 1]), td[-2] * td[-1]])
+        y = math_ops.matmul(cols, _reshaped(w, [size, _prod(wd[1:n + 2]), wd[-1]]))
+        return _reshaped(y, [size, xd[1]] + td[1:n + 1] + [wd[-1]]), True
+
+    @backprop_input.def_batch
+    def _backprop_input_batch(xs, batched, **attrs):
+        sizes, w, dy = xs
+        if batched[0]:
+            raise batching.NotBatchable                 # an input shape per example
+        if not batched[1]:                              # shared filter: B*N gradients
+            dx = execute(backprop_input, (_scaled(sizes, 0, batching.batch_size_of(dy)), w, _merge(dy, 0)), attrs)
+            return _split(dx, 0, batching.batch_size_of(dy), _dims(dy)[1]), True
+        size = batching.batch_size_of(w)
+        if not batched[2]:                              # B filters: B*C input channels
+            dx = execute(backprop_input, (_scaled(sizes, channels, size), _merge(w, n), dy), attrs)
+            return _split(dx, channels, size, _dims(w)[n + 1]), True
+        ks = w._value.shape[1:n + 1]                    # both: each example's columns, then col2im
+        if None in ks:
+            raise batching.NotBatchable
+        wd, dd = _dims(w), _dims(dy)
+        cols = math_ops.matmul(_reshaped(dy, [size, _prod(dd[1:n + 2]), dd[-1]]),
+                               _reshaped(w, [size, _prod(wd[1:n + 2]), wd[-1]]), transpose_b=True)   # [B, N*P, K*C]
+        k, c = int(np.prod(ks)), wd[-2]
+        cols = _reshaped(cols, [size * dd[1]] + dd[2:n + 2] + [k, c])
+        cols = array_ops.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
+        cd = _dims(cols)
+        per_channel = _reshaped(cols, [cd[0] * cd[1]] + cd[2:])
+        bnc = math_ops.reduce_prod(_scaled(array_ops.gather(sizes, [0, n + 1]), 0, size))
+        spatial = array_ops.gather(sizes, list(range(1, n + 1)))
+        col2im_sizes = array_ops.concat([array_ops.reshape(bnc, [1]), spatial,
+                                         Tensor(np.ones(1, sizes._value.dtype))], 0)
+        dx = execute(backprop_input, (col2im_sizes, _one_hot_filter(ks, w._value.dtype), per_channel), attrs)
+        xd = _dims(dx)                                  # [B*N*C, *S, 1]
+        dx = _reshaped(dx, [size * dd[1], c] + xd[1:n + 1])
+        dx = array_ops.transpose(dx, (0,) + tuple(range(2, n + 2)) + (1,))
+        return _reshaped(dx, [size, dd[1]] + xd[1:n + 1] + [c]), True
+
+    @backprop_filter.def_batch
+    def _backprop_filter_batch(xs, batched, **attrs):
+        x, sizes, dy = xs
+        if batched[1]:
+            raise batching.NotBatchable                 # a filter shape per example
+        if not batched[0]:                              # B gradients: B*O filter outputs
+            size = batching.batch_size_of(dy)
+            dw = execute(backprop_filter, (x, _scaled(sizes, n + 1, size), _merge(dy, n + 1)), attrs)
+            return _split(dw, n + 1, size, _dims(dy)[-1]), True
+        size = batching.batch_size_of(x)
+        if not batched[2]:                              # B inputs: B*C filter inputs
+            dw = execute(backprop_filter, (_merge(x, n + 1), _scaled(sizes, n, size), dy), attrs)
+            return _split(dw, n, size, _dims(x)[-1]), True
+        from tapeflow.ops.constant_value import constant_value
+        known = constant_value(sizes)                   # both: windows times each example's gradient
+        if known is None:
+            raise batching.NotBatchable
+        ks = tuple(int(k) for k in known[:n])
+        taps = _windows_of(conv, _merge(x, 0), ks, attrs)
+        td, dd = _dims(taps), _dims(dy)
+        cols = _reshaped(taps, [size, _prod(dd[1:n + 2]), td[-2] * td[-1]])
+        dw = math_ops.matmul(cols, _reshaped(dy, [size, _prod(dd[1:n + 2]), dd[-1]]), transpose_a=True)
+        return _reshaped(dw, [size] + list(ks) + [td[-1], dd[-1]]), True
+
+
+_batch_convolution_ops(2, _conv2d, _conv2d_backprop_input, _conv2d_backprop_filter)
+_batch_convolution_ops(3, _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter)
 
 
 # -- argument normalization -------------------------------------------------------------
@@ -658,6 +828,31 @@ def _avg_pool_grad_fn(op, dy):
 @_avg_pool_grad.def_grad(reads_inputs=False)
 def _avg_pool_grad_grad_fn(op, ddx):
     return None, execute(_avg_pool, (ddx,), _pool_attrs(op))   # AvgPoolGrad is AvgPool's adjoint
+
+
+def _pool_batch(kernel):
+    """Pooling ops of images only (MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad): the batch folded
+    into N, inputs shared by every example repeated (Note [batched convolutions])."""
+    def rule(xs, batched, **attrs):
+        size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        xs = batching.stacked_all(xs, batched, size)
+        y = execute(kernel, [_merge(x, 0) for x in xs], attrs)
+        return _split(y, 0, size, _dims(xs[0])[1]), True
+    return rule
+
+
+for _kernel in (_max_pool, _max_pool_grad, _max_pool_grad_grad, _avg_pool):
+    _kernel.def_batch(_pool_batch(_kernel))
+
+
+@_avg_pool_grad.def_batch
+def _avg_pool_grad_batch(xs, batched, **attrs):
+    sizes, dy = xs
+    if batched[0]:
+        raise batching.NotBatchable                     # an input shape per example
+    size = batching.batch_size_of(dy)
+    dx = execute(_avg_pool_grad, (_scaled(sizes, 0, size), _merge(dy, 0)), attrs)
+    return _split(dx, 0, size, _dims(dy)[1]), True
 
 
 def _pool(kernel, input, ksize, strides, padding, data_format, explicit_ok):  # noqa: A002

@@ -17,7 +17,7 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.linalg_ops import (
-    LAPACK_TYPES, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
+    LAPACK_TYPES, MATRIX_BATCH, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
     safe_reciprocal, triangular_solve,
 )
 from tapeflow.ops.matrix_shapes import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
@@ -72,6 +72,12 @@ def _self_adjoint_eig(a, compute_v):
         e, v = np.linalg.eigh(x)            # reads the lower triangle, like TensorFlow
         return e.astype(a.dtype), v.astype(a.dtype, copy=False)
     return np.linalg.eigvalsh(x).astype(a.dtype), np.zeros((0,), a.dtype)
+
+
+@_self_adjoint_eig.def_batch
+def _self_adjoint_eig_batch(xs, batched, compute_v):
+    out = execute(_self_adjoint_eig, xs, {"compute_v": compute_v})
+    return out, (True, compute_v)                       # without compute_v, v is an empty placeholder
 
 
 @_self_adjoint_eig.def_grad(reads_inputs=True, reads_outputs=True)
@@ -142,6 +148,12 @@ def _svd(a, compute_uv, full_matrices):
         return np.linalg.svd(x, compute_uv=False).astype(real), empty, empty
     u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
     return s.astype(real), u.astype(a.dtype, copy=False), np.conj(np.swapaxes(vh, -1, -2)).astype(a.dtype, copy=False)
+
+
+@_svd.def_batch
+def _svd_batch(xs, batched, compute_uv, full_matrices):
+    out = execute(_svd, xs, {"compute_uv": compute_uv, "full_matrices": full_matrices})
+    return out, (True, compute_uv, compute_uv)          # without compute_uv, u and v are empty placeholders
 
 
 @_svd.def_grad(reads_inputs=True, reads_outputs=True)
@@ -226,7 +238,7 @@ def _qr_shape(a, full_matrices):
     return [_meta(batch + (m, p), a.dtype), _meta(batch + (p, n), a.dtype)]
 
 
-@op("Qr", dtypes=LAPACK_TYPES, num_outputs=2, shape=_qr_shape)
+@op("Qr", dtypes=LAPACK_TYPES, num_outputs=2, shape=_qr_shape, batch=MATRIX_BATCH)
 def _qr(a, full_matrices):
     check_matrix(a, square=False)
     q, r = np.linalg.qr(lapack_input(a), mode="complete" if full_matrices else "reduced")

@@ -34,6 +34,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.symbolic import known_rank
 from tapeflow.ops import batching
 from tapeflow.ops.grad_util import sum_like
+from tapeflow.ops.half import computes_in_float32
 from tapeflow.ops.matrix_shapes import broadcast_dims, merge_dims, meta
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops
@@ -152,6 +153,7 @@ def _einsum_shape(*xs, equation):
 
 
 @op("Einsum", shape=_einsum_shape)
+@computes_in_float32
 def _einsum(*xs, equation):
     return np.asarray(_plan(equation, tuple(x.shape for x in xs))(*xs))
 

@@ -60,6 +60,15 @@ def round_to(a, dtype):
         return a.astype(dtype)
 
 
+def astype(a, dtype):
+    """`a.astype(dtype)`, with the fast conversions between float16 and float32 (the Cast kernel)."""
+    if a.dtype == _F32 and dtype == _F16:
+        return round_to(a, dtype)
+    if a.dtype == _F16 and dtype == _F32:
+        return to_float32(a)
+    return a.astype(dtype, copy=False)
+
+
 def round_to_float16(a):
     """float32 -> float16, rounding to nearest even, exact on every input (NaN stays NaN).
 
@@ -107,13 +116,30 @@ def computes_in_float32(kernel=None, *, dtype_of=0):
             dtype = args[dtype_of].dtype
             if dtype not in HALF_NP:
                 return kernel(*args, **attrs)
-            wide = [to_float32(a) if isinstance(a, np.ndarray) and a.dtype == dtype else a for a in args]
-            out = kernel(*wide, **attrs)
-            if type(out) is tuple:
-                return tuple(_narrow(o, dtype) for o in out)
-            return _narrow(out, dtype)
+            return _in_float32(kernel, dtype, args, attrs)
         return half_in_float32
     return wrap if kernel is None else wrap(kernel)
+
+
+def _in_float32(kernel, dtype, args, attrs):
+    wide = [to_float32(a) if isinstance(a, np.ndarray) and a.dtype == dtype else a for a in args]
+    buffer = attrs.get("out")            # an `into` kernel (Note [buffer reuse] in graph/executor.py)
+    if buffer is not None:
+        attrs = {**attrs, "out": None}
+    out = kernel(*wide, **attrs)
+    if type(out) is tuple:
+        return tuple(_narrow(o, dtype) for o in out)
+    if buffer is None:
+        return _narrow(out, dtype)
+    buffer[...] = _narrow(out, dtype)
+    return buffer
+
+
+@functools.cache
+def ufunc_in_float32(ufunc):
+    """`ufunc` computing half precision in float32 (made once per ufunc: wrapping one reads its
+    generated docstring)."""
+    return computes_in_float32(ufunc)
 
 
 def _narrow(out, dtype):

@@ -23,7 +23,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.symbolic import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import array_ops, batching, constructor_ops, math_ops, shape_tensors
 from tapeflow.ops.grad_util import binary_grads, zeros_of
 from tapeflow.ops.matrix_shapes import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
@@ -91,6 +91,14 @@ def _mm(a, b, adjoint_a=False, adjoint_b=False):
     return math_ops.matmul(a, b, adjoint_a=adjoint_a, adjoint_b=adjoint_b)
 
 
+def _over_leading_axes(op_, xs, batched, attrs):
+    """One-input matrix ops: the kernel already maps the leading axes, the batch is one more."""
+    return execute(op_, xs, attrs), True
+
+
+MATRIX_BATCH = batching.FamilyRule(_over_leading_axes)      # the batching preset of one-input matrix ops
+
+
 def _expand2(x):
     """x[..., None, None]: a per-matrix scalar broadcast over its matrix."""
     return array_ops.expand_dims(array_ops.expand_dims(x, -1), -1)
@@ -137,7 +145,7 @@ def _matrix_diag_shape(diagonal, k, num_rows, num_cols, padding_value):
     return [_meta(tuple(diagonal.shape[:-1]) + dims, diagonal.dtype)]
 
 
-@op("MatrixDiagV3", shape=_matrix_diag_shape)
+@op("MatrixDiagV3", shape=_matrix_diag_shape, batch=MATRIX_BATCH)
 def _matrix_diag(diagonal, k, num_rows, num_cols, padding_value):
     if diagonal.ndim < 1:
         raise ValueError(f"diagonal must be at least 1-dim, received shape: {list(diagonal.shape)}")
@@ -177,7 +185,7 @@ def _matrix_diag_part_shape(x, k):
     return [_meta(tuple(x.shape[:-2]) + (_diag_length(x.shape, k),), x.dtype)]
 
 
-@op("MatrixDiagPartV3", shape=_matrix_diag_part_shape)
+@op("MatrixDiagPartV3", shape=_matrix_diag_part_shape, batch=MATRIX_BATCH)
 def _matrix_diag_part(x, k):
     if x.ndim < 2:
         raise ValueError(f"input must be at least 2-dim, received shape: {list(x.shape)}")
@@ -215,6 +223,12 @@ def _matrix_set_diag(x, diagonal, k):
     out = np.array(x, copy=True)
     out[..., rows, cols] = diagonal
     return out
+
+
+@_matrix_set_diag.def_batch
+def _matrix_set_diag_batch(xs, batched, k):
+    x, d = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    return _set_diag_op(x, d, k), True                 # the batch dims of x and the diagonal must agree
 
 
 @_matrix_set_diag.def_grad(reads_inputs=False)
@@ -278,7 +292,7 @@ def _matrix_band_part_shape(x, num_lower, num_upper):
     return [_meta(x.shape, x.dtype)]
 
 
-@op("MatrixBandPart", shape=_matrix_band_part_shape)
+@op("MatrixBandPart", shape=_matrix_band_part_shape, batch=MATRIX_BATCH)
 def _matrix_band_part(x, num_lower, num_upper):
     if x.ndim < 2:
         raise ValueError(f"input must be at least 2-dim, received shape: {list(x.shape)}")
@@ -336,7 +350,7 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
 
 # -- inverse and determinants -------------------------------------------------
 
-@op("MatrixInverse", dtypes=LAPACK_TYPES, shape=square_matrix_shape("MatrixInverse"))
+@op("MatrixInverse", dtypes=LAPACK_TYPES, shape=square_matrix_shape("MatrixInverse"), batch=MATRIX_BATCH)
 def _matrix_inverse(a, adjoint):
     check_matrix(a)
     try:
@@ -369,7 +383,7 @@ def inv(input, adjoint=False, name=None):  # noqa: A002
     return execute(_matrix_inverse, (convert_to_tensor(input),), {"adjoint": bool(adjoint)})
 
 
-@op("MatrixDeterminant", dtypes=LAPACK_TYPES, shape=per_matrix_shape("MatrixDeterminant"))
+@op("MatrixDeterminant", dtypes=LAPACK_TYPES, shape=per_matrix_shape("MatrixDeterminant"), batch=MATRIX_BATCH)
 def _matrix_determinant(a):
     check_matrix(a)
     return np.asarray(np.linalg.det(lapack_input(a))).astype(a.dtype, copy=False)
@@ -395,7 +409,8 @@ def det(input, name=None):  # noqa: A002
 LogMatrixDeterminant = collections.namedtuple("LogMatrixDeterminant", ["sign", "log_abs_determinant"])
 
 
-@op("LogMatrixDeterminant", dtypes=LAPACK_TYPES, num_outputs=2, shape=per_matrix_shape("LogMatrixDeterminant", 2))
+@op("LogMatrixDeterminant", dtypes=LAPACK_TYPES, num_outputs=2, shape=per_matrix_shape("LogMatrixDeterminant", 2),
+    batch=MATRIX_BATCH)
 def _log_matrix_determinant(a):
     check_matrix(a)
     sign, logabs = np.linalg.slogdet(lapack_input(a))
@@ -432,7 +447,7 @@ def logdet(matrix, name=None):
 
 # -- Cholesky and solves -----------------------------------------------------
 
-@op("Cholesky", dtypes=LAPACK_TYPES, shape=square_matrix_shape("Cholesky"))
+@op("Cholesky", dtypes=LAPACK_TYPES, shape=square_matrix_shape("Cholesky"), batch=MATRIX_BATCH)
 def _cholesky(a):
     check_matrix(a)
     x = lapack_input(a)
@@ -505,6 +520,26 @@ def _matrix_solve(a, b, adjoint):
         return np.linalg.solve(x, lapack_input(b)).astype(a.dtype, copy=False)
     except np.linalg.LinAlgError:
         raise ValueError("Input matrix is not invertible.") from None
+
+
+@_matrix_solve.def_batch
+def _matrix_solve_batch(xs, batched, adjoint):
+    a, b = xs
+    if batched[0]:                                      # the batch dims of matrix and rhs must agree
+        a, b = batching.stacked_all(xs, batched, batching.batch_size_of(a))
+        return execute(_matrix_solve, (a, b), {"adjoint": adjoint}), True
+    return _solve_columns(a, b, adjoint), True
+
+
+def _solve_columns(a, b, adjoint):
+    """A shared matrix against a batch of right-hand sides [B, ..., M, K]: one solve of the examples'
+    columns side by side, [..., M, B * K] (one factorization)."""
+    n = b._value.ndim - 1                               # the example rank
+    dims = tuple(shape_tensors.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
+    cols = array_ops._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
+    out = execute(_matrix_solve, (a, array_ops.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
+    out = array_ops.reshape(out, dims[1:n] + (dims[0], dims[n]))
+    return array_ops._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
 
 
 @_matrix_solve.def_grad(reads_inputs=(0,), reads_outputs=True)
@@ -581,6 +616,14 @@ def _substitute(tri, rhs, lower, batch):
             partial = np.einsum("...j,...jk->...k", tri[..., i, :], out)
             out[..., i, :] = (rhs[..., i, :] - partial) / tri[..., i, i][..., None]
     return out
+
+
+@_matrix_triangular_solve.def_batch
+def _matrix_triangular_solve_batch(xs, batched, lower, adjoint):
+    a, b = batching.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
+    if a._value.ndim > b._value.ndim:                   # (NumPy 1.x reads an rhs of one rank less as vectors)
+        b = batching.insert_axes(b, 0, a._value.ndim - b._value.ndim)
+    return execute(_matrix_triangular_solve, (a, b), {"lower": lower, "adjoint": adjoint}), True
 
 
 @_matrix_triangular_solve.def_grad(reads_inputs=(0,), reads_outputs=True)

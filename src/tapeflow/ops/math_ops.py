@@ -34,6 +34,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import batching, shape_fns
 from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
+from tapeflow.ops import half
 from tapeflow.ops.half import computes_in_float32
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
@@ -614,7 +615,7 @@ def _cast(x, DstT):
                                  "[Op:Cast]")
     if x.dtype.kind == "c" and DstT.kind != "c":
         x = np.real(x)
-    return np.asarray(x).astype(DstT, copy=False) if x.dtype != DstT else x
+    return half.astype(np.asarray(x), DstT) if x.dtype != DstT else x     # Note [half precision]
 
 
 @_cast.def_grad(reads_inputs=False)

@@ -25,6 +25,7 @@ from tapeflow.ops import array_ops, math_ops, random_ops, shape_fns, shape_tenso
 from tapeflow.ops import batching
 from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.shape_fns import unary_op
+from tapeflow.ops.half import computes_in_float32
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -56,11 +57,13 @@ def _zeros_like(t):
 # Activations are elementwise: x's shape, of any rank (shape_fns.unary_op).  `into` writes
 # into a given buffer (Note [buffer reuse] in graph/executor.py).
 
+@computes_in_float32
 def _relu_into(x, out):
     return np.maximum(x, np.zeros((), x.dtype), out=out)
 
 
 @unary_op("Relu", dtypes=REAL_TYPES, into=_relu_into)
+@computes_in_float32
 def _relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
@@ -70,12 +73,14 @@ def _relu_grad(op, dy):
     return execute(_relu_grad_op, (dy, op.outputs[0]), {})   # dy where relu(x) > 0
 
 
+@computes_in_float32
 def _relu_grad_into(dy, y, out):
     return np.multiply(dy, (y > 0).astype(dy.dtype), out=out)
 
 
 @op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
     batch=SAME_SHAPE)
+@computes_in_float32
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
     return dy * (y > 0).astype(dy.dtype)
@@ -198,13 +203,13 @@ def selu(features, name=None):
 
 def _rows(x):
     """(array, axis): a fresh copy of x as 2-D [rows, classes] or, for short rows, class-major
-    [classes, rows] (Note [short rows]), in at least float32; `axis` is the class axis."""
-    dtype = np.float32 if x.dtype.itemsize < 4 else x.dtype
+    [classes, rows] (Note [short rows]); `axis` is the class axis.  (Half precision reaches the
+    kernels as float32: Note [half precision] in ops/half.py.)"""
     c = x.shape[-1]
     x2 = x.reshape(math.prod(x.shape[:-1]), c)       # not -1, which a size-0 class axis leaves undetermined
     if c <= 32 and x2.shape[0] > 1:
-        return np.array(x2.T, dtype=dtype, order="C"), 0      # always a copy: callers shift it in place
-    return np.array(x2, dtype=dtype), 1
+        return np.array(x2.T, order="C"), 0      # always a copy: callers shift it in place
+    return np.array(x2), 1
 
 
 def _unrows(a, axis, shape, dtype):
@@ -231,6 +236,7 @@ def _check_rank1(x):
 
 @op("Softmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape, unknown_rank=shape_fns.rank_unknown,
     batch=ELEMENTWISE)     # along the last axis, which the batch axis leaves in place
+@computes_in_float32
 def _softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -247,6 +253,7 @@ def _softmax_grad(op, dy):
 
 @op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape,
     unknown_rank=shape_fns.rank_unknown, batch=ELEMENTWISE)
+@computes_in_float32
 def _log_softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -370,6 +377,7 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 @op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape, accepts_indexed_slices=True)
+@computes_in_float32
 def _bias_add(value, bias, data_format):
     axis = 1 if data_format == "NCHW" else value.ndim - 1
     if bias.ndim != 1 or value.ndim < 2 or value.shape[axis] != bias.shape[0]:    # graphs: checked when run
@@ -387,9 +395,9 @@ def _bias_add_batch(xs, batched, data_format):
         return execute(_bias_add, xs, {"data_format": data_format}), True     # the channels stay last
     rank = batching.example_rank(value, batched[0])
     after = rank - 2 if data_format == "NCHW" else 0    # example axes after the channel axis
-    if after:                                           # y = x + b with b shaped to its channel axis
+    if after:                                           # y = x + b, b's entries along the channel axis
         bias = batching.insert_axes(bias, bias._value.ndim, after)
-    if batched[1] and rank - 1 - after:                 # and each example's b its own
+    if batched[1] and rank - 1 - after:                 # a batched b: its batch axis stays first
         bias = batching.insert_axes(bias, 1, rank - 1 - after)
     return math_ops.add(value, bias), True
 

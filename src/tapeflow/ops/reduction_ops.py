@@ -26,6 +26,7 @@ from tapeflow.ops import array_ops, batching, shape_fns, shape_tensors, slicing_
 from tapeflow.ops.batching import REDUCTION
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
+from tapeflow.ops.half import computes_in_float32
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
     where, zeros_like,
@@ -127,9 +128,8 @@ def _reduce(kernel, input_tensor, axis, keepdims):
 # -- sum and mean ----------------------------------------------------------------------
 
 @reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR)
+@computes_in_float32
 def _sum(x, axis, keepdims):
-    if x.dtype in _HALF:
-        return np.sum(x, axis=axis, keepdims=keepdims, dtype=np.float32).astype(x.dtype)
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
@@ -173,16 +173,16 @@ def _product(dims):
 
 
 @reduction_op("Mean", dtypes=NUMERIC_TYPES)
+@computes_in_float32
 def _mean(x, axis, keepdims):
     n = _count(x.shape, axis)
     if x.dtype.kind in "iu":                            # integer means truncate toward zero
         total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
         n = x.dtype.type(max(n, 1))
         return np.where(total < 0, -(-total // n), total // n).astype(x.dtype)
-    acc = np.dtype(np.float32) if x.dtype in _HALF else x.dtype
     with np.errstate(invalid="ignore", divide="ignore"):          # empty means are NaN
-        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=acc)
-        return (total / acc.type(n)).astype(x.dtype, copy=False)
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+        return (total / x.dtype.type(n)).astype(x.dtype, copy=False)
 
 
 @_mean.def_grad(reads_inputs=False)
@@ -318,17 +318,15 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
 # -- log-sum-exp, norms and moments -----------------------------------------------------
 
 @reduction_op("ReduceLogSumExp", dtypes=FLOATING_TYPES)
+@computes_in_float32
 def _logsumexp(x, axis, keepdims):
-    dtype = x.dtype
-    if dtype in _HALF:
-        x = x.astype(np.float32)
     shift = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(shift), shift, 0)       # all -inf (or +inf) slices are not shifted
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
     if not keepdims:
         out = np.squeeze(out, axis=axis)
-    return out.astype(dtype, copy=False)
+    return out.astype(x.dtype, copy=False)
 
 
 @_logsumexp.def_grad(reads_inputs=ALL, reads_outputs=True)
@@ -349,10 +347,11 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
 
 
 @reduction_op("EuclideanNorm", dtypes=NUMERIC_TYPES)
+@computes_in_float32
 def _euclidean_norm(x, axis, keepdims):
     if x.dtype.kind == "c":
         return np.sqrt(np.sum(x * np.conj(x), axis=axis, keepdims=keepdims)).astype(x.dtype)
-    acc = np.float32 if x.dtype in _HALF else (x.dtype if x.dtype.kind == "f" else np.float64)
+    acc = x.dtype if x.dtype.kind == "f" else np.float64
     squares = np.square(x.astype(acc))
     return np.sqrt(np.sum(squares, axis=axis, keepdims=keepdims)).astype(x.dtype)
 
@@ -590,20 +589,20 @@ def _cumprod_grad(op, dy):
 # acc + log 2, or -inf while acc is -inf).  The gradient is a scan too and relies on them.
 
 def _logaddexp_accumulate(x, axis, dtype):
-    wide = x.astype(np.float32) if x.dtype in _HALF else x
-    if np.isfinite(wide).all() or not (np.isnan(wide).any() or np.isposinf(wide).any()):
-        return np.logaddexp.accumulate(wide, axis=axis).astype(x.dtype, copy=False)
-    steps = np.moveaxis(wide, axis, 0)
+    if np.isfinite(x).all() or not (np.isnan(x).any() or np.isposinf(x).any()):
+        return np.logaddexp.accumulate(x, axis=axis)
+    steps = np.moveaxis(x, axis, 0)
     out = np.empty_like(steps)
-    acc = np.full(steps.shape[1:], -np.inf, wide.dtype)
+    acc = np.full(steps.shape[1:], -np.inf, x.dtype)
     with np.errstate(invalid="ignore"):
         for k, xk in enumerate(steps):
             hi, lo = np.where(acc < xk, xk, acc), np.where(xk < acc, xk, acc)
             acc = out[k] = np.where(hi == -np.inf, hi, hi + np.log1p(np.exp(lo - hi)))
-    return np.moveaxis(out, 0, axis).astype(x.dtype, copy=False)
+    return np.moveaxis(out, 0, axis)
 
 
 @op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
+@computes_in_float32
 def _cumulative_logsumexp(x, axis, exclusive, reverse):
     return _scan(_logaddexp_accumulate, -np.inf, x, axis, exclusive, reverse)
 

@@ -23,7 +23,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import constructor_ops, shape_fns, shape_tensors, slicing_ops
+from tapeflow.ops import batching, constructor_ops, shape_fns, shape_tensors, slicing_ops
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 from tapeflow.ops.grad_util import shape_tensor, zeros_of
 from tapeflow.ops.variables import _read_variable_shape
@@ -69,6 +69,24 @@ def _gather(params, indices, axis, batch_dims):
     ni, na = i.ndim - 1, axis - batch_dims
     out = np.moveaxis(out, tuple(range(1, 1 + ni)), tuple(range(1 + na, 1 + na + ni)))
     return out.reshape(pshape[:axis] + ishape[batch_dims:] + pshape[axis + 1:])
+
+
+@_gather.def_batch
+def _gather_batch(xs, batched, axis, batch_dims):
+    params, indices = xs
+    rank_ = batching.example_rank(params, batched[0])
+    if rank_ is None:
+        raise batching.NotBatchable
+    axis %= rank_
+    if batch_dims or all(batched):                      # the batch becomes one more batch dim
+        params, indices = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+        return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": batch_dims + 1}), True
+    if batched[0]:                                      # the examples' params side by side: gather past the batch
+        return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": 0}), True
+    out = execute(_gather, (params, indices), {"axis": axis, "batch_dims": 0})   # [A..., B, I..., R...]
+    if axis == 0:
+        return out, True
+    return _transpose_op(out, (axis,) + tuple(i for i in range(out._value.ndim) if i != axis)), True
 
 
 def _check_batch_dims(pshape, ishape, batch_dims):
@@ -141,6 +159,11 @@ def _resource_gather_shape(var, indices):
 @op("ResourceGather", same_dtype=False, shape=_resource_gather_shape, shape_reads_inputs=True)
 def _resource_gather(params, indices):
     return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
+
+
+@_resource_gather.def_batch
+def _resource_gather_batch(xs, batched):
+    return execute(_resource_gather, xs, {}), True     # batched indices (a variable is shared): [B, I..., R...]
 
 
 @_resource_gather.def_grad(reads_inputs=(1,))
@@ -320,6 +343,17 @@ def _gather_nd(params, indices):
     return np.asarray(params[_rows(idx)])
 
 
+@_gather_nd.def_batch
+def _gather_nd_batch(xs, batched):
+    params, indices = xs
+    if not batched[0]:
+        return execute(_gather_nd, xs, {}), True      # shared params: [B, I...] rows give [B, I..., R...]
+    if indices._value.shape[-1] is None:
+        raise batching.NotBatchable
+    size = batching.batch_size_of(params)
+    return _batch_gather_nd(params, indices if batched[1] else batching.broadcast_batch(indices, size), 1), True
+
+
 @_gather_nd.def_grad(reads_inputs=(1,))
 def _gather_nd_grad(op, dy):
     params, indices = op.inputs
@@ -462,6 +496,41 @@ def _scatter_nd(indices, updates, shape):
     return _add_rows(np.zeros(shape, updates.dtype), idx, updates)
 
 
+@_scatter_nd.def_batch
+def _scatter_nd_batch(xs, batched, shape=None):
+    if len(xs) > 2 and batched[2]:
+        raise batching.NotBatchable                     # a shape per example
+    size = batching.batch_size_of(xs[batched.index(True)])
+    indices, updates = batching.stacked_all(xs[:2], batched[:2], size)
+    dims = batching.prepend(size, shape if len(xs) == 2 else xs[2])
+    if isinstance(dims, Tensor):
+        return execute(_scatter_nd, (_with_example_index(indices), updates, dims), {}), True
+    return _scatter_nd_op(_with_example_index(indices), updates, dims), True
+
+
+def _with_example_index(indices):
+    """Stacked index rows [B, ..., k] led by their example's number: [B, ..., 1 + k], rows of the
+    stacked [B, ...] tensor (one scatter for the whole batch)."""
+    shape, dtype = indices._value.shape, indices._value.dtype
+    if None not in shape:
+        lead = np.arange(shape[0], dtype=dtype).reshape((-1,) + (1,) * (len(shape) - 1))
+        lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1] + (1,))))
+    else:                                               # graphs: sizes known when the graph runs
+        dims = _dims(indices)
+        lead = reshape(math_ops.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 1))
+        lead = array_ops.broadcast_to(lead, dims[:-1] + (1,))
+    return array_ops.concat([lead, indices], -1)
+
+
+def _scatter_batch(op_, xs, batched, attrs):
+    """TensorScatter*: the stacked tensor [B, ...] updated at the example-numbered rows."""
+    tensor, indices, updates = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    return execute(op_, (tensor, _with_example_index(indices), updates), attrs), True
+
+
+_SCATTER_BATCH = batching.FamilyRule(_scatter_batch)
+
+
 @_scatter_nd.def_grad(reads_inputs=(0,))
 def _scatter_nd_grad(op, dy):
     indices, updates = op.inputs[:2]                   # each update reads its target's gradient
@@ -537,7 +606,7 @@ def _tensor_scatter(kind, combine):
         _check_updates(idx, updates.shape, tensor.shape)
         return combine(np.array(tensor, copy=True), idx, updates)
     kernel.__name__ = kernel.__qualname__ = f"_tensor_scatter_{kind.lower()}"
-    return op(op_type, same_dtype=False, shape=shape, unknown_rank=True)(kernel)
+    return op(op_type, same_dtype=False, shape=shape, unknown_rank=True, batch=_SCATTER_BATCH)(kernel)
 
 
 _tensor_scatter_update = _tensor_scatter("Update", _update_rows)
@@ -659,6 +728,14 @@ def _where(condition):
     return np.argwhere(condition).astype(np.int64)
 
 
+def _sized_by_values(xs, batched, **attrs):
+    """Where and Unique: each example's output has its own length, read from its values."""
+    raise batching.NotBatchable
+
+
+_where.def_batch(_sized_by_values)
+
+
 def where_indices(condition):
     """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
     (`tf.where` with one argument)."""
@@ -703,6 +780,9 @@ def _unique(x, out_idx):
 def _unique_with_counts(x, out_idx):
     return _unique_kernel(x, out_idx, True)
 
+
+_unique.def_batch(_sized_by_values)
+_unique_with_counts.def_batch(_sized_by_values)
 
 _INDEX_TYPES = (dtypes.int32, dtypes.int64)
 _UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])

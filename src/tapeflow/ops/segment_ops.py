@@ -20,7 +20,7 @@ from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.constant_value import constant_value
 from tapeflow.framework.symbolic import Meta, SymbolicTensor
-from tapeflow.ops import array_ops
+from tapeflow.ops import array_ops, batching, constructor_ops
 from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
 from tapeflow.ops.unary_ops import sqrt
 
@@ -111,7 +111,16 @@ def _segment_shape(data, segment_ids):
     return [Meta((None,) + tuple(data.shape[1:]), data.dtype)]
 
 
-_segment_op = functools.partial(op, same_dtype=False, shape=_segment_shape)
+def _sorted_batch(op_, xs, batched, attrs):
+    """Sorted segment ops on a batch of data with shared ids: the batch moved behind the segmented axis."""
+    if batched[1]:
+        raise batching.NotBatchable                     # ids per example: each example its own segment count
+    swap = (1, 0) + tuple(range(2, xs[0]._value.ndim))
+    out = execute(op_, (array_ops._transpose_op(xs[0], swap), xs[1]), attrs)     # [S, B, R...]
+    return array_ops._transpose_op(out, swap), True
+
+
+_segment_op = functools.partial(op, same_dtype=False, shape=_segment_shape, batch=batching.FamilyRule(_sorted_batch))
 
 
 @_segment_op("SegmentSum", dtypes=NUMERIC_TYPES)
@@ -257,7 +266,43 @@ def _unsorted_segment_shape(data, segment_ids, num_segments):
     return [Meta((num_segments,) + dims[len(id_dims):], data._value.dtype)]
 
 
-_unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True)
+def _unsorted_batch(op_, xs, batched, attrs):
+    """Unsorted segment ops: example b's ids offset by b * num_segments, so that one op on the stacked
+    data fills [B * num_segments, ...], viewed as [B, num_segments, ...] (negative ids still dropped)."""
+    if len(xs) == 3 and batched[2]:
+        raise batching.NotBatchable                     # a segment count per example
+    n = xs[2] if len(xs) == 3 else attrs["num_segments"]
+    size = batching.batch_size_of(xs[batched.index(True)])
+    data, ids = xs[0] if batched[0] else batching.broadcast_batch(xs[0], size), xs[1]
+    if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
+        ids = cast(ids, dtypes.int64)
+    id_rank = batching.example_rank(ids, batched[1])
+    dtype = ids._value.dtype
+    if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
+        total = cast(size, dtype) * cast(n, dtype)
+        offsets = array_ops.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+    else:
+        total = size * n
+        offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))
+    ids = where(greater_equal(ids, zeros_like(ids)), ids + offsets, ids)
+    if isinstance(total, Tensor):
+        out = execute(op_, (data, ids, total), {})
+    else:
+        out = execute(op_, (data, ids), {"num_segments": total})
+    return array_ops.reshape(out, _batch_of_segments(out, size, n)), True
+
+
+def _batch_of_segments(out, size, n):
+    """The shape [size, n, ...] of the [size * n, ...] output `out` (a tensor when a size is unknown)."""
+    rest = tuple(out._value.shape[1:])
+    if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
+        return (size, n) + rest
+    lead = [array_ops.reshape(cast(d, dtypes.int32), [1]) for d in (size, n)]
+    return array_ops.concat(lead + [constructor_ops.shape(out)[1:]], 0)
+
+
+_unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True,
+                                         batch=batching.FamilyRule(_unsorted_batch))
 
 
 @_unsorted_segment_op("UnsortedSegmentSum", dtypes=NUMERIC_TYPES)

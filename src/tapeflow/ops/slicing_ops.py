@@ -189,8 +189,10 @@ def _prepend_entry(t, value):
     if type(t) is Tensor and not isinstance(value, Tensor):     # eager: no op for a constant index
         return Tensor(np.concatenate([np.asarray([value], t._value.dtype), t._value]))
     from tapeflow.ops import join_ops
-    head = array_ops.reshape(math_ops.cast(value, t._value.dtype), [1]) if isinstance(value, Tensor) else \
-        np.asarray([value], t._value.dtype)
+    if isinstance(value, Tensor):                       # a batch size known when the graph runs
+        head = array_ops.reshape(math_ops.cast(value, t._value.dtype), [1])
+    else:
+        head = np.asarray([value], t._value.dtype)
     return join_ops.concat([head, t], 0)
 
 

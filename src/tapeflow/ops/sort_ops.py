@@ -19,7 +19,7 @@ from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.ops import batching, shape_tensors
 from tapeflow.ops.shape_fns import shape_error
-from tapeflow.ops import array_ops
+from tapeflow.ops import array_ops, math_ops
 
 
 def _argsort_shape(x, descending):
@@ -144,5 +144,4 @@ def invert_permutation(x):
 @invert_permutation.def_batch
 def _invert_permutation_batch(xs, batched):
     # the inverse of a permutation is the order that sorts it (rows are not checked to be permutations)
-    from tapeflow.ops import math_ops
     return math_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True

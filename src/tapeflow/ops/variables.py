@@ -39,6 +39,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
+from tapeflow.ops import half
 
 
 class _Uninitialized(np.ndarray):
@@ -394,6 +395,8 @@ class Variable:
         the only one (refcount 2: the attribute and the call's argument), nobody
         can observe the write and the array is updated in place.
         """
+        if self._value.dtype in half.HALF_NP:          # Note [half precision] in ops/half.py
+            ufunc = half.ufunc_in_float32(ufunc)
         if type(self._value) is np.ndarray and sys.getrefcount(self._value) <= 2 and np.shape(delta) == self._value.shape:
             ufunc(self._value, delta, out=self._value)
         else:

@@ -37,9 +37,10 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import array_ops, math_ops, segment_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.optimizers import learning_rate_schedule as schedules
+from tapeflow.optimizers.grappler_order import times_scalar
 
 class OptimizerVariable(Variable):
     """A variable an optimizer owns, named as Keras names it: `name` has no ":0"
@@ -265,7 +266,7 @@ class Optimizer:
         if self.weight_decay is not None:
             for v in variables:
                 lr = math_ops.cast(self.learning_rate, v.dtype)
-                v.assign_sub(v * math_ops.cast(self.weight_decay, v.dtype) * lr)
+                v.assign_sub(times_scalar(v, math_ops.cast(self.weight_decay, v.dtype), lr))
         learning_rate = self.learning_rate
         for g, v in zip(grads, variables, strict=True):
             self.update_step(g, v, learning_rate)
@@ -386,6 +387,10 @@ def scaled(g, factor):
     return g * factor
 
 
-def dense(g):
-    """An IndexedSlices as a dense tensor (repeated rows summed); a tensor as it is."""
-    return convert_to_tensor(g) if isinstance(g, IndexedSlices) else g
+def dense(g, variable):
+    """A gradient of `variable` as a dense tensor: an IndexedSlices' rows summed into the
+    variable's shape (as `tf.convert_to_tensor` does; its dense_shape may be unknown while
+    tracing), a tensor as it is."""
+    if not isinstance(g, IndexedSlices):
+        return g
+    return segment_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])

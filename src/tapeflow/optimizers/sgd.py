@@ -66,9 +66,9 @@ class SGD(Optimizer):
             return
         m = self._slot(self.momentums, variable)
         momentum = math_ops.cast(self.momentum, variable.dtype)
-        m.assign(m * momentum - dense(scaled(g, lr)))
+        m.assign(m * momentum - dense(scaled(g, lr), variable))
         if self.nesterov:
-            variable.assign_add(m * momentum - dense(scaled(g, lr)))
+            variable.assign_add(m * momentum - dense(scaled(g, lr), variable))
         else:
             variable.assign_add(m)
 

@@ -13,6 +13,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.graph.session import group_ops
 from tapeflow.ops import math_ops, scatter_ops, unary_ops
+from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
 
 cast = math_ops.cast
@@ -168,7 +169,7 @@ class AdamOptimizer(Optimizer):
         lr, beta1, beta2, epsilon = self._hyper(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m = _decay_then_add(m, beta1, grad.values * (1 - beta1), grad)
-        v = _decay_then_add(v, beta2, (grad.values * grad.values) * (1 - beta2), grad)
+        v = _decay_then_add(v, beta2, times_scalar(grad.values, grad.values, 1 - beta2), grad)
         return var.assign_sub(lr * m / (unary_ops.sqrt(v) + epsilon), read_value=False)
 
     def _finish(self, update_ops, name):
