@@ -85,6 +85,11 @@ def distinct(rng, shape, dtype):
     return (rng.permutation(n).reshape(shape) * 0.37 - n * 0.15).astype(dtype)
 
 
+# `half_dtypes` of rows that TensorFlow runs in float16 only, or in neither half dtype (no CPU kernel).
+FLOAT16_ONLY = ("float16",)
+NO_HALF = ()
+
+
 @dataclasses.dataclass
 class OpSpec:
     """One op (or composite) under test.
@@ -119,6 +124,10 @@ class OpSpec:
         differentiated (reshapes, slices, gathers...).
       vmap: check `tf.vectorized_map` and the vectorized Jacobian on the row (off only for rows
         whose function reads values in Python: give the reason in a comment on the row).
+      half_dtypes: the half-precision dtypes TensorFlow runs the row in, forward and backward;
+        `test_half_precision` (half_harness.py) checks the row in each against float32 and
+        TensorFlow, and that TensorFlow refuses the others (it fails when this list is not
+        TensorFlow's).
     """
 
     name: str
@@ -139,6 +148,7 @@ class OpSpec:
     tf_second_order_skip: Sequence[tuple] = ()
     square_outputs: bool = False
     vmap: bool = True
+    half_dtypes: Sequence[str] = ("float16", "bfloat16")
 
     def __str__(self):
         return self.name
@@ -598,6 +608,13 @@ def define_tests(specs, namespace):
     def test_pfor_jacobian(spec, case):
         run_pfor_jacobian(spec, case)
 
+    @pytest.mark.parametrize("spec,dtype", [pytest.param(s, d, id=f"{s.name}-{d}") for s in specs
+                                            for d in ("float16", "bfloat16")])
+    def test_half_precision(spec, dtype):
+        from half_harness import run_half_precision     # (it imports this module)
+        run_half_precision(spec, dtype)
+
+    namespace.update(test_half_precision=test_half_precision)
     namespace.update(test_vectorized_map=test_vectorized_map, test_pfor_jacobian=test_pfor_jacobian)
     namespace.update(test_jvp=test_jvp, test_jvp_against_tensorflow=test_jvp_against_tensorflow)
     namespace.update(test_forward=test_forward, test_gradient=test_gradient,

@@ -48,6 +48,13 @@ def _custom_gradient_grad(op, *result_grads):
     return [None] * op.get_attr("n_results") + list(op.get_attr("grad_fn")(*result_grads))
 
 
+@_custom_gradient_op.def_batch
+def _custom_gradient_batch(xs, batched, n_results, grad_fn):
+    # the results pass through; a tape recording the op inside a vectorized function (or the
+    # batched backprop of a pfor Jacobian) calls grad_fn on batched gradients, op by op batched
+    return tuple(xs[:n_results]), tuple(batched[:n_results])
+
+
 @contextlib.contextmanager
 def _watch_variables():
     """Collects the trainable variables read inside (TF's VariableWatcher)."""

@@ -106,6 +106,21 @@ def test_keras3_float16_gradients_are_unscaled_in_float32():
     same(program, rtol=0, atol=0)
 
 
+def test_keras3_sparse_gradients_match_tensorflow():
+    def program(tf):
+        opt = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD(0.1, momentum=0.5),
+                                                          initial_scale=4.0)
+        emb = tf.Variable(np.arange(8, dtype=np.float32).reshape(4, 2))
+        out = []
+        for ids in ([0, 2, 2], [1, 3], [0, 0]):
+            with tf.GradientTape() as tape:
+                loss = opt.scale_loss(tf.reduce_sum(tf.gather(emb, ids) ** 2))
+            opt.apply_gradients([(tape.gradient(loss, emb), emb)])
+            out.append(tf.identity(emb))
+        return out
+    same(program, rtol=0, atol=0)
+
+
 # -- Keras 2: get_scaled_loss, get_unscaled_gradients, apply_gradients of the unscaled ones --------
 
 KERAS2_STEPS = [

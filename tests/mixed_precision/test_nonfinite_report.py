@@ -202,3 +202,48 @@ def test_sites_are_released_with_their_records():
         del z                                        # its record dies with it (Note [trace deletion])
     assert len(tape._tape.sites) == len(tape._tape._op_tape) == 1
     assert float(tape.gradient(y, x)) == 3.0
+
+
+@_modes
+def test_a_float16_network(in_function):
+    """The usual mixed-precision layout: float32 weights cast to float16 layers, a float32 loss."""
+    rng = np.random.default_rng(0)
+    w1 = tf.Variable(rng.normal(size=(8, 16)).astype(np.float32), name="w1")
+    w2 = tf.Variable(rng.normal(size=(16, 3)).astype(np.float32), name="w2")
+    scale = M.DynamicLossScale(2.0 ** 20)
+
+    def grad(x, labels):
+        with M.LossScaleGradientTape(scale) as tape:
+            h = tf.nn.relu(tf.matmul(tf.cast(x, F16), tf.cast(w1, F16)))  # LAYER1
+            logits = tf.matmul(h, tf.cast(w2, F16))
+            losses = tf.nn.softmax_cross_entropy_with_logits(labels, tf.cast(logits, tf.float32))
+            loss = tf.reduce_mean(losses)
+        return tape.gradient(loss, [w1, w2])
+    grad = tf.function(grad) if in_function else grad
+    g1, g2 = grad(tf.constant(rng.normal(size=(4, 8)).astype(np.float32)), tf.one_hot([0, 1, 2, 1], 3))
+    assert np.isfinite(g1.numpy()).all() and np.isfinite(g2.numpy()).all()
+    assert scale.skipped_steps == 6 and float(scale()) == 2.0 ** 14          # 2**20 .. 2**15 rejected
+    report = scale.last_nonfinite
+    assert "MatMul" in report.op_type and report.source == _line("LAYER1")  # the first layer's weight gradient
+    assert (report.cause, report.dtype, report.loss_scale, report.variable) == ("backward", "float16", 2.0 ** 15,
+                                                                                "w1:0")
+
+
+@_modes
+def test_ops_inside_functions_and_conds_are_reported_as_the_call(in_function):
+    @tf.function
+    def model(x):
+        return tf.exp(x)
+    scale = M.DynamicLossScale(8.0)
+
+    def grad(x):
+        with M.LossScaleGradientTape(scale) as tape:
+            tape.watch(x)
+            y = model(x) * 1.0  # CALL
+            y = tf.cond(tf.reduce_sum(y) > 0, lambda: y * 2.0, lambda: y)
+        return tape.gradient(y, x)
+    grad = tf.function(grad) if in_function else grad
+    assert np.isinf(float(grad(tf.constant(10.0, F16))))     # 2 * e^10 overflows at every scale down to 2
+    report = scale.last_nonfinite
+    assert scale.skipped_steps == 3 and report.loss_scale == 2.0
+    assert (report.op_type, report.cause, report.source) == ("PartitionedCall", "backward", _line("CALL"))

@@ -300,7 +300,6 @@ def test_accepted_arguments(name):
 
 
 def test_error_messages_name_the_fix():
-    v = tapeflow.Variable(1.0)
     with pytest.raises(AttributeError, match="not a tf.Variable"):
         tapeflow.keras.optimizers.SGD(0.1).apply_gradients([(tapeflow.constant(1.0), tapeflow.constant(1.0))])
     with pytest.raises(TypeError, match="zip"):
@@ -309,3 +308,36 @@ def test_error_messages_name_the_fix():
         _apply_twice(tapeflow, tapeflow.Variable([1.0, 2.0]))
     with pytest.raises(NotImplementedError, match="use_ema"):
         tapeflow.keras.optimizers.Adam(use_ema=True)
+
+
+# -- the base class --------------------------------------------------------------------------------
+
+def test_a_custom_optimizer_subclass():
+    def prog(tf):
+        class SignDescent(tf.keras.optimizers.Optimizer):
+            def build(self, variables):
+                if self.built:
+                    return
+                super().build(variables)
+                self.counts = [self.add_variable_from_reference(v, "count") for v in variables]
+
+            def update_step(self, gradient, variable, learning_rate):
+                count = self.counts[self._get_variable_index(variable)]
+                count.assign_add(tf.ones_like(count))
+                variable.assign_sub(tf.sign(gradient) * tf.cast(learning_rate, variable.dtype))
+        w = tf.Variable([1.0, -2.0, 0.5])
+        opt = SignDescent(learning_rate=0.25, name="sign")
+        for _ in range(3):
+            opt.apply_gradients([(tf.constant([2.0, -1.0, 0.0]), w)])
+        return w, [v.path for v in opt.variables], tf.convert_to_tensor(opt.variables[-1])
+    same(prog)
+
+
+def test_apply_with_the_built_variables():
+    def prog(tf):
+        w = tf.Variable([1.0, 2.0])
+        opt = tf.keras.optimizers.Adam(0.1)
+        opt.build([w])
+        opt.apply([tf.constant([1.0, 1.0])])
+        return w, int(opt.iterations)
+    same(prog)

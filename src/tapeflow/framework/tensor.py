@@ -129,6 +129,15 @@ class Tensor:
             text = "\n" + text
         return f"tf.Tensor({text}, shape={_shape_str(self._value.shape)}, dtype={self.dtype.name})"
 
+    def __format__(self, format_spec):
+        """`format(t, spec)` and f-strings format the value as NumPy does, as TensorFlow's
+        eager tensors do: `f"{t:.3f}"` for a scalar, `f"{t}"` the bare value (`[1. 2.]`, not
+        `str(t)`); a spec on a non-scalar raises NumPy's TypeError.  Tensors without a value
+        (symbolic, vectorized) format as objects: `str(t)`, and TypeError for any spec."""
+        if self._is_symbolic or self._is_batched:
+            return object.__format__(self, format_spec)
+        return self.numpy().__format__(format_spec)
+
 
 def _shape_str(shape):
     return str(TensorShape(shape))

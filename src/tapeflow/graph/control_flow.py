@@ -16,15 +16,16 @@ import numpy as np
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import ALL, build_with_metas, op
+from tapeflow.ops import batching
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
-from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function
+from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function, run_body
 from tapeflow.graph.graph import Meta, SymbolicTensor, known_rank
 from tapeflow.ops import gradient_rules
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops
+from tapeflow.ops import array_ops, scatter_ops
 
 def _trainable(t):
     return t._value.dtype in dtypes.TRAINABLE_NP
@@ -37,7 +38,7 @@ def _in_graph(*values):
 def _trace(fn, arg_metas, name):
     """Traces `fn` on placeholders of `arg_metas`; returns (ConcreteFunction, structured result)."""
     graph = FuncGraph(name, outer_graph=state.graphs[-1])
-    with graph.as_default():
+    with batching.per_example_trace(), graph.as_default():      # Note [functions in vectorized code]
         args = [graph._new_placeholder(m.shape, m.dtype, "arg") for m in arg_metas]
         graph.inputs = args
         result = fn(args)
@@ -74,6 +75,25 @@ def _union_variables(functions):
 def _add(a, b):
     """Sum of two gradients (dense tensors, IndexedSlices or TensorArray gradient lists)."""
     return convert_to_tensor(gradient_rules.aggregate([a, b]))
+
+
+def _build(op_, inputs, attrs, metas):
+    """Adds a control-flow op to the graph; on batched inputs, its batching rule runs instead
+    (Note [functions in vectorized code] in ops/batching.py)."""
+    if state.vmaps and any(t._is_batched for t in inputs):
+        return state.vmaps[-1].apply(op_, inputs, attrs)
+    return build_with_metas(op_, inputs, attrs, metas)
+
+
+def _vectorized(t):
+    """Whether `t` stands for a batch of examples here (inside a vectorized function)."""
+    return bool(state.vmaps) and getattr(t, "_is_batched", False)
+
+
+def _own(values):
+    """`values` used by the function being traced (captured: Note [functions in vectorized code])."""
+    graph = state.graphs[-1]
+    return [v if isinstance(v, Variable) else graph._own(v) for v in values]
 
 
 # -- cond ------------------------------------------------------------------------------
@@ -153,6 +173,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("true_fn and false_fn must be callable.")
     if not state.graphs:
+        if _vectorized(pred):
+            return _traced(lambda: cond(pred, true_fn, false_fn))
         return true_fn() if bool(pred) else false_fn()
     if isinstance(pred, bool):
         raise TypeError("pred must not be a Python bool in a graph (tf.function): use a boolean tensor, or "
@@ -160,25 +182,78 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     pred = convert_to_tensor(pred)
     then_f, then_out = _trace(lambda _: true_fn(), [], "cond_true")
     else_f, else_out = _trace(lambda _: false_fn(), [], "cond_false")
-    try:
-        nest.assert_same_structure(then_out, else_out)
-    except ValueError:
-        raise TypeError("true_fn and false_fn arguments to tf.cond must have the same number, type, and overall "
-                         f"structure of return values.\n\ntrue_fn output: {then_out}\nfalse_fn output: {else_out}") from None
+    _check_branches(then_out, else_out)
     metas = []
     for a, b in zip(then_f._flat_tensor_outputs, else_f._flat_tensor_outputs):
-        if a._value.dtype != b._value.dtype:
-            raise TypeError(f"true_fn and false_fn arguments to tf.cond must have the same dtypes; got "
-                            f"{a.dtype.name} and {b.dtype.name}.")
+        _check_dtypes(a, b)
         metas.append(Meta(_merge_shapes(a._value.shape, b._value.shape), a._value.dtype))
     captured, (then_caps, else_caps) = _union_captures([then_f, else_f])
     variables = _union_variables([then_f, else_f])
     for v in variables:
         v._note_access()
-    outs = build_with_metas(_if, [pred] + captured + variables,
-                       {"then_f": then_f, "else_f": else_f, "then_caps": then_caps, "else_caps": else_caps,
-                        "n_caps": len(captured)}, metas)
+    outs = _build(_if, [pred] + captured + variables,
+                  {"then_f": then_f, "else_f": else_f, "then_caps": then_caps, "else_caps": else_caps,
+                   "n_caps": len(captured)}, metas)
     return then_f._structured(list(outs))
+
+
+def _check_branches(then_out, else_out):
+    try:
+        nest.assert_same_structure(then_out, else_out)
+    except ValueError:
+        raise TypeError("true_fn and false_fn arguments to tf.cond must have the same number, type, and overall "
+                        f"structure of return values.\n\ntrue_fn output: {then_out}\nfalse_fn output: {else_out}") from None
+
+
+def _check_dtypes(a, b):
+    if a._value.dtype != b._value.dtype:
+        raise TypeError(f"true_fn and false_fn arguments to tf.cond must have the same dtypes; got "
+                        f"{a.dtype.name} and {b.dtype.name}.")
+
+
+def _traced(fn):
+    """`fn()`, control flow on values that differ per example run eagerly inside a vectorized
+    function, traced into a function and called, as TensorFlow's vectorized_map traces its
+    function: the call's rule runs each example's own branch or iterations only (the If and
+    While rules)."""
+    graph = FuncGraph("vectorized_control_flow", outer_graph=None)
+    with batching.per_example_trace(), graph.as_default():
+        result = fn()
+        flat = [Function._output(graph, o) for o in nest.flatten(result)]
+    f = ConcreteFunction(graph, result, flat)
+    return f._structured(f._call_flat([]))
+
+
+@_if.def_batch
+def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
+    # Note [functions in vectorized code]: each branch runs batched on the examples taking it
+    # (all of them for an unbatched predicate: an If of batched branches), as TensorFlow's pfor
+    # does; a branch then never sees the examples it would fail on (or give NaN gradients for).
+    pred, captured, flags = xs[0], xs[1:1 + n_caps], batched[1:1 + n_caps]
+
+    def branch(f, positions, rows=None):
+        def run():
+            caps, used = [captured[p] for p in positions], [flags[p] for p in positions]
+            if rows is None:                            # traced by cond: capture what it uses
+                caps, count = _own(caps), batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+            else:                                       # only the examples in `rows`
+                caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
+                count = array_ops.shape(rows)[0]
+            outs, out_batched = batching.run_vectorized(lambda args: run_body(f, args), caps, used)
+            return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+        return run
+
+    if not batched[0]:
+        return tuple(cond(pred, branch(then_f, then_caps), branch(else_f, else_caps))), True
+    taken, other = array_ops.where_indices(pred), array_ops.where_indices(math_ops.logical_not(pred))
+    a = branch(then_f, then_caps, array_ops.reshape(taken, [-1]))()
+    b = branch(else_f, else_caps, array_ops.reshape(other, [-1]))()
+    size = batching.batch_size_of(pred)
+    out = []
+    for x, y in zip(a, b):
+        shape = batching.prepend(size, array_ops.shape(x)[1:])
+        out.append(scatter_ops.tensor_scatter_nd_update(scatter_ops.scatter_nd(taken, x, shape), other, y))
+    return tuple(out), True
 
 
 def _merge_shapes(a, b):
@@ -268,7 +343,13 @@ def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
     packed = nest.map_structure(lambda v: v if isinstance(v, (Tensor, Variable)) else convert_to_tensor(v), packed)
     limit = None if maximum_iterations is None else int(maximum_iterations)
     count = 0
-    while (limit is None or count < limit) and bool(cond(*packed)):
+    while limit is None or count < limit:
+        going = cond(*packed)
+        if _vectorized(going):                 # examples stop at different steps: the While rule's loop
+            rest = None if limit is None else limit - count
+            return _traced(lambda: while_loop(cond, body, packed[0] if single else packed, maximum_iterations=rest))
+        if not bool(going):
+            break
         out = body(*packed)
         if single:
             out = [out]
@@ -278,7 +359,7 @@ def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
     return packed[0] if single else packed
 
 
-def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations):
+def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations, raw=False):
     flat = [convert_to_tensor(v) if not isinstance(v, Tensor) else v for v in flat]
     flat = [v.value() if isinstance(v, Variable) else v for v in flat]
     for v in flat:
@@ -319,9 +400,66 @@ def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, m
     out_metas.append(Meta((), np.dtype(np.int32)))
     attrs = {"cond_f": cond_f, "body_f": body_f, "n": len(flat), "cond_caps": cond_caps,
              "body_caps": body_caps, "n_caps": len(captured), "keep_history": keep}
-    outs = build_with_metas(_while, [max_iter] + flat + captured + variables, attrs, out_metas)
+    outs = _build(_while, [max_iter] + flat + captured + variables, attrs, out_metas)
+    if raw:                     # all the op's outputs: loop variables, histories, iteration count
+        return outs
     result = nest.pack_sequence_as(packed, list(outs[:len(flat)]))
     return result[0] if single else result
+
+
+@_while.def_batch
+def _while_batch(xs, batched, cond_f, body_f, n, cond_caps, body_caps, n_caps, keep_history):
+    # Note [functions in vectorized code]: one loop over the whole batch that runs while some
+    # example's condition holds.  Each step runs the body (then the condition) on the examples
+    # still running only, gathered and scattered back, as TensorFlow's pfor does: the others
+    # keep their values, so a body that would fail past an example's end (an index out of
+    # range) never sees them.  Each example counts its own iterations, so the histories and
+    # counts feed the loop's gradient as that example's own loop would.
+    if batched[0]:
+        raise batching.NotBatchable                     # an iteration limit per example
+    max_iter, captured, flags = xs[0], xs[1 + n:1 + n + n_caps], list(batched[1 + n:1 + n + n_caps])
+    if any(v._value.dtype == object for v in xs[1:1 + n]):
+        raise batching.NotBatchable                     # TensorArray flows: not gathered per example
+    size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+
+    def vectorized(fn, vs, caps, count):
+        outs, out_batched = batching.run_vectorized(fn, list(vs) + list(caps), [True] * n + flags)
+        return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+
+    def going(args):
+        return run_body(cond_f, args[:n] + [args[n + p] for p in cond_caps])
+
+    def step(args):
+        new = run_body(body_f, args[:n] + [args[n + p] for p in body_caps])
+        return going(new + args[n:]) + new
+
+    def body(*carry):
+        vs, active, counts = carry[:n], carry[n], carry[n + 1]
+        rows = array_ops.where_indices(active)                       # [k, 1]: the examples still running
+        at = array_ops.reshape(rows, [-1])
+        caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(captured), flags)]
+        still, *new = vectorized(step, [scatter_ops.gather(v, at) for v in vs], caps, array_ops.shape(at)[0])
+        vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
+        active = scatter_ops.tensor_scatter_nd_update(math_ops.zeros_like(active), rows, still)
+        return vs + [active, counts + math_ops.cast(carry[n], dtypes.int32)]
+
+    stacked = batching.stacked_all(xs[1:1 + n], batched[1:1 + n], size)
+    (active,) = vectorized(going, stacked, captured, size)
+    static = size if isinstance(size, int) else None
+    invariants = [_stacked_shape(static, p._value.shape) for p in body_f.graph.inputs]
+    invariants += [TensorShape([static]), TensorShape([static])]
+    counts = batching.broadcast_batch(Tensor(np.int32(0)), size)
+    outs = _graph_loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts], False,
+                       stacked + [active, counts], invariants, keep_history, max_iter, raw=True)
+    histories = []
+    if keep_history:                                    # [steps, B, ...] -> each example's [steps, ...]
+        for h in outs[n + 2:2 * n + 2]:
+            histories.append(array_ops.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))))
+    return tuple(outs[:n]) + tuple(histories) + (outs[n + 1],), True
+
+
+def _stacked_shape(size, shape):
+    return TensorShape(None) if shape is None else TensorShape((size,) + tuple(TensorShape(shape).as_list()))
 
 
 @_while.def_grad

@@ -31,7 +31,7 @@ from tapeflow.graph.executor import Plan
 from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas
 from tapeflow.graph.session import _placeholder
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import grad_util
+from tapeflow.ops import batching, grad_util
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.graph.gradients import gradients
 
@@ -184,6 +184,36 @@ def _call_grad(op, *dys):
     return per_input[:n_inputs] + [None] * n_fed + per_input[n_inputs:]
 
 
+@_call.def_batch
+def _call_batch(xs, batched, f, fed=False, export=False):
+    # Note [functions in vectorized code] in ops/batching.py: a call of f on batched values
+    # is a call of f's body vectorized, traced once per batched pattern and shapes
+    n = len(xs) - len(f.graph.variables)                # the variables come last, never batched
+    args, flags = xs[:n], tuple(batched[:n])
+    key = (flags, tuple((x._value.shape, x._value.dtype.str) for x in args), fed, export)
+    vectorized = f._vectorized.get(key)
+    if vectorized is None:
+        vectorized = f._vectorized[key] = _vectorize(f, args, flags, fed, export)
+    outs = vectorized._call_flat(args)
+    return tuple(outs[:len(vectorized._flat_tensor_outputs)]), vectorized._out_batched
+
+
+def _vectorize(f, args, batched, fed, export):
+    """The ConcreteFunction computing the call op's outputs (its side outputs too when `export`)
+    for `args` stacked where `batched`: f's body run op by op through the batching rules."""
+    graph = FuncGraph(f"{f.graph.name}_vectorized", outer_graph=state.graphs[-1] if state.graphs else None)
+    n_inputs = len(f.inputs)
+    with batching.per_example_trace(), graph.as_default():
+        graph.inputs = [graph._new_placeholder(x._value.shape, x._value.dtype, "arg") for x in args]
+        outs, out_batched = batching.run_vectorized(
+            lambda ts: run_body(f, ts[:n_inputs], ts[n_inputs:] if fed else None, export), graph.inputs, batched)
+        flat = [Function._output(graph, o) for o in outs]
+    vectorized = ConcreteFunction(graph, flat, flat)
+    vectorized._out_batched = tuple(out_batched)
+    vectorized._run_stateful = f._run_stateful
+    return vectorized
+
+
 class ConcreteFunction:
     """One trace of a `tf.function` for one input signature."""
 
@@ -201,6 +231,8 @@ class ConcreteFunction:
         self._side = None
         self._side_feeds = ()       # backward functions: copies of the forward's side tensors
         self._run_stateful = True   # backward functions run only what their outputs need
+        self._vectorized = {}       # calls on batched values: (pattern, shapes) -> ConcreteFunction
+        self._out_batched = None    # a vectorized function: which outputs are stacked
 
     @property
     def inputs(self):
@@ -296,7 +328,7 @@ def _trace_backward(forward, keep_slices):
     outputs = forward._flat_tensor_outputs
     trainable = [t for t in outputs if t._value.dtype in dtypes.TRAINABLE_NP]
     graph = FuncGraph(f"{forward.graph.name}_backward", outer_graph=None)
-    with graph.as_default():
+    with batching.per_example_trace(), graph.as_default():
         new_inputs = [graph._new_placeholder(t._value.shape, t._value.dtype, "input") for t in inputs]
         new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
         graph.inputs = new_inputs + new_dys
@@ -333,6 +365,45 @@ def inline(function, inputs, mapping=None, skip_writes=False):
         for old, new in zip(fop.outputs, outs):
             mapping[old._id] = new
     return [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in function._flat_tensor_outputs]
+
+
+def run_body(function, inputs, side_values=None, export=False):
+    """`function`'s body run op by op on `inputs` in the graph being built, the ops meeting
+    batched values through their batching rules (Note [functions in vectorized code] in
+    ops/batching.py); `side_values` feed its side tensors, `export` returns them too."""
+    from tapeflow.ops import random_ops
+    graph = state.graphs[-1]
+    mapping = {p._id: t for p, t in zip(function.inputs, inputs, strict=True)}
+    if side_values is not None:
+        mapping.update((s._id, v) for s, v in zip(function._side_feeds, side_values, strict=True))
+    fetches = function._flat_tensor_outputs + (function._side_tensors() if export else [])
+    for fop in _body_ops(function, fetches, mapping):
+        args = [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in fop.inputs]
+        if any(a._is_batched for a in args):
+            result = state.vmaps[-1].apply(fop.op_def, args, fop.attrs)
+        elif fop.op_def in random_ops.DRAWS_PER_EXAMPLE:     # each example draws its own numbers
+            result = random_ops.draw_per_example(fop.op_def, args, fop.attrs)
+        else:
+            result = graph._create_op(fop.op_def, args, fop.attrs, metas=[t._value for t in fop.outputs])
+        for old, new in zip(fop.outputs, (result,) if fop.op_def.num_outputs == 1 else result):
+            mapping[old._id] = new
+    return [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in fetches]
+
+
+def _body_ops(function, fetches, mapping):
+    """The ops of `function` to run for `fetches` given the values in `mapping`: all of them
+    (a forward function's writes run too), or only those the fetches need (backward functions)."""
+    ops = [o for o in function.graph._ops
+           if o.op_def is not _placeholder and not (o.outputs and all(t._id in mapping for t in o.outputs))]
+    if function._run_stateful:
+        return ops
+    needed = {t._id for t in fetches if isinstance(t, SymbolicTensor)}
+    keep = []
+    for o in reversed(ops):
+        if any(t._id in needed for t in o.outputs):
+            keep.append(o)
+            needed.update(t._id for t in o.inputs if isinstance(t, SymbolicTensor))
+    return keep[::-1]
 
 
 # -- tf.function -------------------------------------------------------------------
@@ -479,7 +550,7 @@ class Function:
         flat = nest.flatten((args, kwargs))
         specs = (nest.flatten(self._input_signature) if self._input_signature is not None else [None] * len(flat))
         new_flat, feed_values = [], []
-        with graph.as_default():
+        with batching.per_example_trace(), graph.as_default():     # Note [functions in vectorized code]
             for value, spec in zip(flat, specs):
                 if isinstance(value, TensorSpec) or isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Variable):
                     if isinstance(spec, TensorSpec):

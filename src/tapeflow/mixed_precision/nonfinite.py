@@ -92,7 +92,8 @@ class NonFiniteReport(typing.NamedTuple):
         finite in the target's dtype; None: not located.
       dtype: the dtype name of the first non-finite value (`"float16"`).
       loss_scale: the loss scale of the rejected step.
-      step: the optimizer's `iterations` when the step ran (None for a tape).
+      step: the optimizer's `iterations` (TF1: `global_step`) when the step ran, 0
+        for the first; None for a tape, or TF1 without `global_step`.
       variable: the name of the first variable (or source) whose gradient is
         not finite.
     """
@@ -140,7 +141,8 @@ class SkipLog:
 
 
 def skip_log(loss_scale):
-    """The SkipLog of a loss scale (made on first use, so any LossScale subclass has one)."""
+    """The SkipLog of a loss scale or a Keras LossScaleOptimizer (made on first use, so any
+    LossScale subclass has one)."""
     log = getattr(loss_scale, "_skip_log", None)
     if log is None:
         log = loss_scale._skip_log = SkipLog()
@@ -201,6 +203,7 @@ def is_bad(t):
 
 
 def dtype_name(t):
+    """The dtype name ("float16") of a tensor, IndexedSlices or array."""
     if type(t) is IndexedSlices:
         t = t.values
     value = t if isinstance(t, (np.ndarray, np.generic)) else t._value
@@ -331,7 +334,7 @@ def explain_rejected_round(tape, log, ready, scale, target, output_gradients, fl
       scale: the round's loss scale; target, output_gradients, flat_sources: as given to
         `gradient`; raw: the scaled gradients (None where unconnected); grads: the unscaled ones.
     """
-    if ready is True:
+    if ready is True or (executing_eagerly() and bool(ready)):
         return
     targets = [None if type(t) is IndexedSlices else t for t in nest.flatten(target)]
     given = [None] * len(targets) if output_gradients is None else list(nest.flatten(output_gradients))

@@ -342,6 +342,9 @@ def run_vectorized(fn, xs, batched):
     """`fn` (a list of example tensors -> a list of tensors) run once on the stacked `xs`
     (those marked in `batched`) in a new level; returns its stacked outputs and which of
     them are batched (Note [functions in vectorized code])."""
+    if True not in batched:
+        outs = fn(list(xs))
+        return outs, [False] * len(outs)
     size = batch_size_of(next(x for x, b in zip(xs, batched) if b))
     with vectorizing(size) as scope:
         outs = fn([scope.batch(x) if b else x for x, b in zip(xs, batched)])

@@ -548,6 +548,8 @@ def _matrix_solve_grad(op, dx):
     x = op.outputs[0]
     adj = op.get_attr("adjoint")             # X = A^-1 B:  B_bar = A^-H X_bar,  A_bar = -B_bar X^H
     db = solve(a, dx, adjoint=not adj)
+    if 0 in op.skip_input_indices:           # no outer products for a constant matrix (a Jacobian's rows)
+        return None, db
     da = -_mm(x, db, adjoint_b=True) if adj else -_mm(db, x, adjoint_b=True)
     return da, db
 
@@ -633,6 +635,8 @@ def _matrix_triangular_solve_grad(op, dx):
     lower, adj = op.get_attr("lower"), op.get_attr("adjoint")
     # X = T^-1 B:  B_bar = T^-H X_bar,  T_bar = -B_bar X^H (the transposes for adjoint), kept triangular
     db = triangular_solve(a, dx, lower=lower, adjoint=not adj)
+    if 0 in op.skip_input_indices:           # no outer products for a constant matrix (a Jacobian's rows)
+        return binary_grads(op, None, db)
     da = -_mm(x, db, adjoint_b=True) if adj else -_mm(db, x, adjoint_b=True)
     da = _band_op(da, -1, 0) if lower else _band_op(da, 0, -1)
     return binary_grads(op, da, db)

@@ -15,12 +15,13 @@ import numpy as np
 import scipy.special
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops, shape_fns, shape_tensors
+from tapeflow.ops import array_ops, batching, math_ops, shape_fns, shape_tensors
 from tapeflow.ops.constant_value import constant_value
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
@@ -199,6 +200,83 @@ def _multinomial(logits, num_samples, output_dtype, seed):
     return np.argmax(scores, axis=-1).astype(output_dtype) if classes else np.zeros((batch, num_samples), output_dtype)
 
 
+# -- vectorization ---------------------------------------------------------------------------
+# Note [random ops in vectorized code]: inside a vectorized function each example draws its
+# own numbers, as in TensorFlow's pfor (which draws [batch] + shape at once): a sampling op
+# run while vectorizations are active draws for the examples of every level in one call, and
+# its result is batched at each of them.  A shape (or bound) that differs per example is
+# NotBatchable: those ops then draw once per example.
+
+def _all_levels(make):
+    """`make(sizes)` (a plain tensor with the active levels' batch sizes as leading axes)
+    batched at every level, outermost first."""
+    out = make([level.size for level in state.vmaps])
+    for level in list(state.vmaps):
+        out = batching.BatchedTensor(out, level.depth)
+    return out
+
+
+def _with_sizes(sizes, dims):
+    for size in reversed(sizes):
+        dims = batching.prepend(size, dims)
+    return dims
+
+
+def draw_per_example(op_, inputs, attrs):
+    """Runs the random op `op_` on unbatched `inputs` inside vectorized code: each example
+    draws its own numbers (Note [random ops in vectorized code])."""
+    first, rest = inputs[0], tuple(inputs[1:])
+    if op_ in _SAMPLERS:
+        return _all_levels(lambda sizes: execute(op_, (_with_sizes(sizes, first),) + rest, attrs))
+    if first._is_batched:
+        return execute(op_, inputs, attrs)
+    shape = first._value.shape
+    dims = shape if shape is not None and None not in shape else array_ops.shape(first)
+    batched = _all_levels(lambda sizes: array_ops.broadcast_to(first, _with_sizes(sizes, dims)))
+    return execute(op_, (batched,) + rest, attrs)
+
+
+def _draw(op_, inputs, attrs):
+    return draw_per_example(op_, inputs, attrs) if state.vmaps else execute(op_, inputs, attrs)
+
+
+def _not_batchable(xs, batched, **attrs):
+    raise batching.NotBatchable                         # a shape or bound per example
+
+
+for _sampler_op in (_standard_normal, _random_uniform, _random_uniform_int, _truncated_normal):
+    _sampler_op.def_batch(_not_batchable)
+_SAMPLERS = frozenset((_standard_normal, _random_uniform, _random_uniform_int, _truncated_normal))
+DRAWS_PER_EXAMPLE = _SAMPLERS | {_random_shuffle, _multinomial}
+
+
+@_multinomial.def_batch
+def _multinomial_batch(xs, batched, num_samples, output_dtype, seed):
+    logits = xs[0]                                      # the examples' rows are one [B*batch, classes] draw
+    dims = shape_tensors.dims_of(logits)
+    rows = array_ops.reshape(logits, _as_shape([dims[0] * dims[1], dims[2]]))
+    out = execute(_multinomial, (rows,), {"num_samples": num_samples, "output_dtype": output_dtype, "seed": seed})
+    return array_ops.reshape(out, _as_shape([dims[0], dims[1], num_samples])), True
+
+
+@_random_shuffle.def_batch
+def _random_shuffle_batch(xs, batched, seed):
+    x = xs[0]                                           # an independent permutation of each example's rows
+    if x._value.ndim == 1:
+        return x, True
+    from tapeflow.ops import scatter_ops, sort_ops
+    keys = execute(_random_uniform, (_as_shape(shape_tensors.dims_of(x)[:2]),),
+                   {"dtype": np.dtype(np.float64), "seed": seed})
+    return scatter_ops.gather(x, sort_ops.argsort(keys, axis=1), batch_dims=1), True
+
+
+def _as_shape(dims):
+    """An int32 shape tensor from ints and scalar tensors."""
+    if all(isinstance(d, (int, np.integer)) for d in dims):
+        return Tensor(np.asarray(dims, np.int32))
+    return array_ops.stack([math_ops.cast(d, dtypes.int32) for d in dims])
+
+
 def _seed_attr(seed):
     return None if seed is None else int(seed)
 
@@ -213,7 +291,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=No
     """
     dtype = _float_dtype(dtype, "RandomStandardNormal")
     shape = _shape(shape, "RandomStandardNormal")
-    sample = execute(_standard_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = _draw(_standard_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     return _affine(sample, stddev, mean, dtype)
 
 
@@ -222,7 +300,7 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     """Normal samples restricted to two standard deviations around the mean."""
     dtype = _float_dtype(dtype, "TruncatedNormal")
     shape = _shape(shape, "TruncatedNormal")
-    sample = execute(_truncated_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = _draw(_truncated_normal, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     return _affine(sample, stddev, mean, dtype)
 
 
@@ -257,10 +335,10 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
                                            f"{what} must be 0-D, got shape {list(dims)} [Op:RandomUniformInt]")
         attrs = {"dtype": dtype._np, "seed": _seed_attr(seed)}
         if any(isinstance(b, Tensor) for b in bounds):        # bounds read when the graph runs
-            return execute(_random_uniform_int, (shape, *[convert_to_tensor(b) for b in bounds]), attrs)
-        return execute(_random_uniform_int, (shape,), dict(attrs, minval=int(bounds[0]), maxval=int(bounds[1])))
+            return _draw(_random_uniform_int, (shape, *[convert_to_tensor(b) for b in bounds]), attrs)
+        return _draw(_random_uniform_int, (shape,), dict(attrs, minval=int(bounds[0]), maxval=int(bounds[1])))
     maxval = 1 if maxval is None else maxval
-    sample = execute(_random_uniform, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
+    sample = _draw(_random_uniform, (shape,), {"dtype": dtype._np, "seed": _seed_attr(seed)})
     if isinstance(minval, Tensor) or isinstance(maxval, Tensor) or np.ndim(minval) or np.ndim(maxval):
         lo, hi = convert_to_tensor(minval, dtype=dtype), convert_to_tensor(maxval, dtype=dtype)
         return _affine(sample, math_ops.subtract(hi, lo), lo, dtype)
@@ -280,7 +358,7 @@ def _int_bound(value, dtype):
 def shuffle(value, seed=None, name=None):
     """`value` with its first dimension randomly permuted (no gradient, like TensorFlow)."""
     value = convert_to_tensor(value)
-    return execute(_random_shuffle, (value,), {"seed": _seed_attr(seed)})
+    return _draw(_random_shuffle, (value,), {"seed": _seed_attr(seed)})
 
 
 @tf_export("random.categorical")
@@ -298,5 +376,5 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
     if out_dtype not in (dtypes.int32, dtypes.int64):
         raise ValueError(f"Argument `dtype` got invalid value {out_dtype!r}. Accepted dtypes are (tf.int32, tf.int64).")
     logits = convert_to_tensor(logits)
-    return execute(_multinomial, (logits,), {"num_samples": int(num_samples), "output_dtype": out_dtype._np,
+    return _draw(_multinomial, (logits,), {"num_samples": int(num_samples), "output_dtype": out_dtype._np,
                                              "seed": _seed_attr(seed)})

@@ -18,6 +18,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.symbolic import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import array_ops, batching
+from tapeflow.ops.batching import ELEMENTWISE
 from tapeflow.ops.shape_fns import merge_shapes, shape_error
 
 _STRING = dtypes.string._np
@@ -64,6 +66,21 @@ def _string_join(*xs, separator):
                     dtype=_STRING).reshape(shape)
 
 
+@_string_join.def_batch
+def _string_join_batch(xs, batched, separator):
+    # the kernel broadcasts scalars only: every input of an example's shape is made stacked
+    size = batching.batch_size_of(xs[batched.index(True)])
+    ranks = [batching.example_rank(x, b) for x, b in zip(xs, batched)]
+    ref = next((x if b else batching.broadcast_batch(x, size) for x, b, r in zip(xs, batched, ranks) if r), None)
+    out = []
+    for x, b, r in zip(xs, batched, ranks):
+        if ref is not None and (r or b):
+            x = array_ops.broadcast_to(batching.insert_axes(x, 1, ref._value.ndim - 1) if b and not r else x,
+                                       array_ops.shape(ref))
+        out.append(x)
+    return execute(_string_join, out, {"separator": separator}), True
+
+
 @tf_export("strings.join")
 def join(inputs, separator="", name=None):
     """Joins string tensors elementwise, `separator` between them.
@@ -102,7 +119,8 @@ def _utf8_chars(s):
     return len(s) - sum(1 for c in s if "\x80" <= c <= "\xbf")
 
 
-@op("StringLength", dtypes=_STRING_ONLY, shape=_like(np.int32), unknown_rank=True, differentiable=False)
+@op("StringLength", dtypes=_STRING_ONLY, shape=_like(np.int32), unknown_rank=True, differentiable=False,
+    batch=ELEMENTWISE)
 def _string_length(x, unit):
     return _map(len if unit == "BYTE" else _utf8_chars, x, np.int32)
 
@@ -137,12 +155,14 @@ def _check_encoding(op_type, encoding):
                                                   f"{encoding} [Op:{op_type}]")
 
 
-@op("StringUpper", dtypes=_STRING_ONLY, shape=_like(_STRING), unknown_rank=True, differentiable=False)
+@op("StringUpper", dtypes=_STRING_ONLY, shape=_like(_STRING), unknown_rank=True, differentiable=False,
+    batch=ELEMENTWISE)
 def _string_upper(x, encoding):
     return _map(lambda s: _change_case(s, encoding, bytes.upper, str.upper), x)
 
 
-@op("StringLower", dtypes=_STRING_ONLY, shape=_like(_STRING), unknown_rank=True, differentiable=False)
+@op("StringLower", dtypes=_STRING_ONLY, shape=_like(_STRING), unknown_rank=True, differentiable=False,
+    batch=ELEMENTWISE)
 def _string_lower(x, encoding):
     return _map(lambda s: _change_case(s, encoding, bytes.lower, str.lower), x)
 
@@ -205,7 +225,8 @@ def _format_one(fmt, kind, v):
 _AS_STRING_TYPES = dtypes.NUMERIC_TYPES + (dtypes.bool, dtypes.string)
 
 
-@op("AsString", dtypes=_AS_STRING_TYPES, shape=_like(_STRING), unknown_rank=True, differentiable=False)
+@op("AsString", dtypes=_AS_STRING_TYPES, shape=_like(_STRING), unknown_rank=True, differentiable=False,
+    batch=ELEMENTWISE)
 def _as_string(x, precision, scientific, shortest, width, fill):
     fmt = _number_format(x.dtype, precision, scientific, shortest, width, fill)
     kind = x.dtype.kind
@@ -265,7 +286,8 @@ def _parse(s, out_type):
         raise ValueError(f"StringToNumberOp could not correctly convert string: {s}") from None
 
 
-@op("StringToNumber", dtypes=_STRING_ONLY, shape=_like("out_type"), unknown_rank=True, differentiable=False)
+@op("StringToNumber", dtypes=_STRING_ONLY, shape=_like("out_type"), unknown_rank=True, differentiable=False,
+    batch=ELEMENTWISE)
 def _string_to_number(x, out_type):
     values = [_parse(s, out_type) for s in x.reshape(-1).tolist()]
     with np.errstate(over="ignore"):        # float32 overflows to inf, as C's strtof

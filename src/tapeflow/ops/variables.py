@@ -103,8 +103,16 @@ def _write_op(type_):
     """Declares a variable write: stateful, no outputs, not differentiable."""
     def wrap(kernel):
         return op(type_, same_dtype=False, num_outputs=-1, stateful=True, shape=_no_outputs,
-                  differentiable=False)(kernel)
+                  differentiable=False, batch=_batched_write)(kernel)
     return wrap
+
+
+def _batched_write(xs, batched, var, **_):
+    """A write of values that differ per example (inside tf.vectorized_map or a pfor Jacobian) has
+    no meaning: each example would write its own (TensorFlow's pfor fails too, with ValueError)."""
+    raise ValueError(f"Cannot write a value that differs per example to variable '{var.name}' inside a "
+                     "vectorized function (tf.vectorized_map, a vectorized Jacobian). Return the values from "
+                     "the function and update the variable outside it (e.g. with their sum or mean).")
 
 
 @_write_op("AssignVariableOp")
@@ -409,6 +417,8 @@ class Variable:
         an `_UnreadVariable` (graphs), or with `read_value=False` None (eagerly)
         or the write Operation.
         """
+        if state.vmaps and any(t._is_batched for t in inputs):
+            _batched_write(inputs, None, self)
         if state.graphs:
             graph = state.graphs[-1]
             graph._create_op(write, list(inputs), {"var": self}, metas=[])

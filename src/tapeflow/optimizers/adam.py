@@ -3,7 +3,8 @@
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops import math_ops, unary_ops
-from tapeflow.optimizers.optimizer import Optimizer, dense
+from tapeflow.optimizers.gradients import dense
+from tapeflow.optimizers.optimizer import Optimizer
 
 
 @tf_export("keras.optimizers.Adam", "optimizers.Adam")
@@ -25,13 +26,13 @@ class Adam(Optimizer):
       ValueError: a bad learning rate or an unknown keyword argument.
 
     An `IndexedSlices` gradient updates every row of the slots (Note [sparse
-    updates] in optimizer.py).
+    updates] in gradients.py).
 
     >>> import tapeflow as tf
     >>> w = tf.Variable([1.0, 2.0])
     >>> opt = tf.keras.optimizers.Adam(learning_rate=0.1)
     >>> _ = opt.apply_gradients([(tf.constant([1.0, -1.0]), w)])
-    >>> w.numpy()
+    >>> w.numpy().round(4)
     array([0.9, 2.1], dtype=float32)
     >>> [v.name for v in opt.variables]
     ['iteration', 'learning_rate', 'Variable_0_momentum', 'Variable_0_velocity']

@@ -14,17 +14,7 @@ The slots are created by the first `apply_gradients`, which inside a
 `tf.function` is its first trace: zeros of a known shape, so the variables
 exist at once (Note [graph variables] in ops/variables.py).
 
-Note [sparse updates]: an `IndexedSlices` gradient goes through each update
-exactly as Keras 3's TensorFlow backend takes it, since that is what fixes the
-numbers.  Elementwise products with a scalar keep it sparse (its values are
-scaled), subtracting it from or adding it to a dense tensor densifies it (rows
-with repeated indices summed, `tf.convert_to_tensor`), and a sparse delta is
-written with `scatter_add`/`scatter_sub`, repeated rows one after the other.
-So plain SGD changes only the touched rows, while SGD with momentum and Adam
-decay every row of their slots and move every row whose slot is non-zero, as
-TensorFlow's Keras does; Adam's second moment sums the squares of repeated
-rows' gradients (not the square of their sum).  The TF1 optimizers
-(v1_optimizers.py) follow their own, different rules.
+IndexedSlices gradients: Note [sparse updates] in gradients.py.
 """
 
 import re
@@ -33,13 +23,12 @@ import warnings
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import array_ops, math_ops, segment_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
-from tapeflow.optimizers import learning_rate_schedule as schedules
+from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar
 
 class OptimizerVariable(Variable):
@@ -159,26 +148,55 @@ class Optimizer:
         self._variables.append(var)
         return var
 
-    def add_variable_from_reference(self, reference_variable, name):
-        """A zero slot variable shaped like `reference_variable`, named after it.
+    def add_variable(self, shape, initializer="zeros", dtype=None, aggregation="none", layout=None, name=None):
+        """A new optimizer variable of `shape`, filled by `initializer` ("zeros" or "ones").
+
+        Args:
+          shape: a fully defined shape.
+          initializer: "zeros" or "ones".
+          dtype: its dtype (float32 by default).
+          aggregation, layout: accepted for compatibility.
+          name: its name.
+
+        Returns:
+          The new `OptimizerVariable`, listed in `variables`.
+
+        Raises:
+          ValueError: another initializer, or a shape with unknown dimensions.
+
+        >>> import tapeflow as tf
+        >>> opt = tf.keras.optimizers.SGD()
+        >>> opt.add_variable([2], initializer="ones", name="count").numpy()
+        array([1., 1.], dtype=float32)
+        """
+        if initializer not in ("zeros", "ones"):
+            raise ValueError(f"tapeflow's optimizers initialize their variables with 'zeros' or 'ones'; received "
+                             f"initializer={initializer!r}.")
+        shape = TensorShape(shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"Cannot create optimizer variable '{name}' of shape {shape}: its shape must be fully "
+                             "defined.")
+        dtype = dtypes.as_dtype(dtype or dtypes.float32)
+        fill = np.zeros if initializer == "zeros" else np.ones
+        return self._add_variable(fill(shape.as_list(), dtype._np), dtype, name or "variable")
+
+    def add_variable_from_reference(self, reference_variable, name=None, initializer="zeros"):
+        """A slot variable shaped like `reference_variable`, named after it.
 
         Args:
           reference_variable: the model variable the slot belongs to.
-          name: the slot's name ("momentum").
+          name: the slot's name ("momentum"; "var" by default).
+          initializer: "zeros" or "ones".
 
         Returns:
           The new `OptimizerVariable` ("<variable name>_<name>", ":" and "/" as "_").
 
         Raises:
-          ValueError: the variable's shape is not fully known.
+          ValueError: the variable's shape is not fully known, or another initializer.
         """
-        shape = TensorShape(reference_variable.shape)
-        if not shape.is_fully_defined():
-            raise ValueError(f"Cannot create a slot for variable {reference_variable.name} of shape {shape}: "
-                             "optimizer slots need a fully defined shape.")
         base = re.sub(r"[/:]", "_", str(reference_variable.name))
-        zeros = np.zeros(shape.as_list(), reference_variable.dtype._np)
-        return self._add_variable(zeros, reference_variable.dtype, f"{base}_{name}")
+        return self.add_variable(reference_variable.shape, initializer, reference_variable.dtype,
+                                 name=f"{base}_{name or 'var'}")
 
     def add_optimizer_variables(self, trainable_variables, names):
         """Slots for each variable, interleaved by variable as Keras creates them.
@@ -204,6 +222,10 @@ class Optimizer:
             self._index[var._id] = i
         self._trainable_variables = list(variables)
         self.built = True
+
+    def _get_variable_index(self, variable):
+        """The position of `variable` in the list the optimizer was built with (Keras's name)."""
+        return self._index[variable._id]
 
     def _slot(self, slots, variable):
         return slots[self._index[variable._id]]
@@ -233,7 +255,7 @@ class Optimizer:
         >>> float(v)
         0.0
         """
-        pairs = _pairs(grads_and_vars)
+        pairs = gradients.checked_pairs(grads_and_vars)
         self.apply([g for g, _ in pairs], [v for _, v in pairs])
         return self._iterations
 
@@ -259,10 +281,10 @@ class Optimizer:
                     raise ValueError(f"Unknown variable: {v}. This optimizer can only be called for the variables it "
                                      "was originally built with. When working with a new set of variables, you should "
                                      "recreate a new optimizer instance.")
-        grads, variables = _without_missing(grads, variables)
+        grads, variables = gradients.without_missing(grads, variables)
         if self.loss_scale_factor is not None:
             grads = [g / self.loss_scale_factor for g in grads]
-        grads = self._clipped(grads)
+        grads = gradients.clipped(grads, self.clipnorm, self.global_clipnorm, self.clipvalue)
         if self.weight_decay is not None:
             for v in variables:
                 lr = math_ops.cast(self.learning_rate, v.dtype)
@@ -274,15 +296,6 @@ class Optimizer:
             if v.constraint is not None:
                 v.assign(v.constraint(v))
         self._iterations.assign_add(1)
-
-    def _clipped(self, grads):
-        if self.clipnorm and self.clipnorm > 0:
-            return [array_ops.clip_by_norm(g, self.clipnorm) for g in grads]
-        if self.global_clipnorm and self.global_clipnorm > 0:
-            return _clip_by_global_norm(grads, self.global_clipnorm)
-        if self.clipvalue and self.clipvalue > 0:
-            return [_clip_value(g, self.clipvalue) for g in grads]
-        return grads
 
     def update_step(self, gradient, variable, learning_rate):
         """Updates `variable` (and its slots) from one gradient; subclasses define it."""
@@ -331,66 +344,3 @@ def _checked_learning_rate(learning_rate):
                          "callable (that takes in the current iteration value and returns the corresponding learning "
                          f"rate value). Received instead: learning_rate={learning_rate}")
     return learning_rate
-
-
-def _pairs(grads_and_vars):
-    """The (gradient, variable) pairs of `apply_gradients`, checked."""
-    pairs = list(grads_and_vars)
-    if not pairs:
-        raise ValueError("apply_gradients got no (gradient, variable) pairs: `grads_and_vars` is empty. Pass "
-                         "zip(gradients, variables) with at least one pair.")
-    for i, pair in enumerate(pairs):
-        if isinstance(pair, (Tensor, Variable, IndexedSlices)) or not hasattr(pair, "__len__"):
-            raise TypeError(f"grads_and_vars[{i}] is {pair!r}, not a (gradient, variable) pair; pass "
-                            "zip(gradients, variables).")
-        if len(pair) != 2:
-            raise ValueError(f"grads_and_vars[{i}] has {len(pair)} items; each must be a (gradient, variable) pair.")
-        if not isinstance(pair[1], Variable):
-            raise AttributeError(f"grads_and_vars[{i}] pairs a gradient with {pair[1]!r}, which is not a tf.Variable; "
-                                 "the optimizer can only update variables.")
-    return [tuple(p) for p in pairs]
-
-
-def _without_missing(grads, variables):
-    """The pairs with a gradient; a warning names the variables without one."""
-    kept = [(g, v) for g, v in zip(grads, variables, strict=True) if g is not None]
-    if not kept:
-        raise ValueError("No gradients provided for any variable.")
-    missing = [v.name for g, v in zip(grads, variables, strict=True) if g is None]
-    if missing:
-        warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss. If using "
-                      "`model.compile()`, did you forget to provide a `loss` argument?", stacklevel=4)
-    return [g if isinstance(g, IndexedSlices) else convert_to_tensor(g) for g, _ in kept], [v for _, v in kept]
-
-
-def _clip_value(g, value):
-    if isinstance(g, IndexedSlices):
-        return IndexedSlices(array_ops.clip_by_value(g.values, -value, value), g.indices, g.dense_shape)
-    return array_ops.clip_by_value(g, -value, value)
-
-
-def _clip_by_global_norm(grads, clip_norm):
-    """Keras's global-norm clipping: every gradient times clip_norm * min(1/norm, 1/clip_norm)."""
-    from tapeflow.ops import reduction_ops, unary_ops
-    squares = [reduction_ops.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
-               for g in grads]
-    norm = unary_ops.sqrt(reduction_ops.reduce_sum(array_ops.stack(squares)))
-    scale = clip_norm * math_ops.minimum(1.0 / norm, 1.0 / clip_norm)
-    scale = scale + (norm - norm)       # NaN when the norm is not finite
-    return [scaled(g, scale) for g in grads]
-
-
-def scaled(g, factor):
-    """g * factor for a tensor or an IndexedSlices (its values; Note [sparse updates])."""
-    if isinstance(g, IndexedSlices):
-        return IndexedSlices(g.values * factor, g.indices, g.dense_shape)
-    return g * factor
-
-
-def dense(g, variable):
-    """A gradient of `variable` as a dense tensor: an IndexedSlices' rows summed into the
-    variable's shape (as `tf.convert_to_tensor` does; its dense_shape may be unknown while
-    tracing), a tensor as it is."""
-    if not isinstance(g, IndexedSlices):
-        return g
-    return segment_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])

@@ -3,7 +3,8 @@
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops import math_ops
-from tapeflow.optimizers.optimizer import Optimizer, dense, scaled
+from tapeflow.optimizers.gradients import dense, scaled
+from tapeflow.optimizers.optimizer import Optimizer
 
 
 @tf_export("keras.optimizers.SGD", "optimizers.SGD")
@@ -22,7 +23,7 @@ class SGD(Optimizer):
       ValueError: `momentum` is not a float in [0, 1], or a bad learning rate.
 
     Plain SGD updates only the rows an `IndexedSlices` gradient touches; with
-    momentum the update is dense (Note [sparse updates] in optimizer.py).
+    momentum the update is dense (Note [sparse updates] in gradients.py).
 
     >>> import tapeflow as tf
     >>> w = tf.Variable([1.0, 2.0])

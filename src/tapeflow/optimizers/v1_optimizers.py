@@ -131,7 +131,7 @@ class AdamOptimizer(Optimizer):
     >>> w = tf.Variable([1.0, 2.0], name="w")
     >>> opt = tf.compat.v1.train.AdamOptimizer(0.1)
     >>> opt.apply_gradients([(tf.constant([1.0, -1.0]), w)])
-    >>> w.numpy(), [v.name for v in opt.variables()]
+    >>> w.numpy().round(4), [v.name for v in opt.variables()]
     (array([0.9, 2.1], dtype=float32), ['beta1_power:0', 'beta2_power:0', 'w/Adam:0', 'w/Adam_1:0'])
     """
 
