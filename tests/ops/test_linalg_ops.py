@@ -8,8 +8,8 @@ import pytest
 import tapeflow
 from differential import Raised, compare, run_both, same
 from op_harness import (
-    OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests, static_shapes_program,
-    tf_module,
+    FLOAT16_ONLY, NO_HALF, OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests,
+    static_shapes_program, tf_module,
 )
 
 # -- samplers -----------------------------------------------------------------

@@ -10,8 +10,8 @@ import scipy.special as sp
 
 from differential import Raised, compare, run_both, same
 from op_harness import (
-    OpSpec, above_one, any_real, away_from_zero, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests,
-    positive, unit,
+    FLOAT16_ONLY, NO_HALF, OpSpec, above_one, any_real, away_from_zero, complex_of, define_graph_tests, define_tests,
+    define_unknown_dims_tests, positive, unit,
 )
 
 BROADCAST = [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2,)), ((0, 3), (3,)), ((1,), ())]

@@ -215,8 +215,10 @@ class Graph:
     @contextlib.contextmanager
     def name_scope(self, name):
         old = self._name_stack
-        if name:
-            name = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name.rstrip("/"))
+        if name and name.endswith("/"):     # a scope made before (a tf.Module's), re-entered as it is
+            self._name_stack = name[:-1]
+        elif name:
+            name = re.sub(r"[^A-Za-z0-9_.\-/]", "_", name)
             self._name_stack = self.unique_name(name)
         try:
             yield (self._name_stack + "/") if self._name_stack else ""

@@ -2,12 +2,14 @@
 
 Note [half precision]: NumPy has no BLAS for float16 (its matmul multiplies
 element by element, hundreds of times slower than float32), it adds up float16
-sums in float16, and every float16 ufunc loop converts each element to float
-and back one at a time.  ml_dtypes' bfloat16 matmul gives float32 results.
-TensorFlow's CPU kernels for the half types accumulate in float32.  So the
-kernels of the ops that multiply matrices or accumulate (matmul, einsum,
-convolutions, reductions, scans, softmax and the cross-entropies) are declared
-with `@computes_in_float32`, written under their `@op`:
+sums in float16, and its float16 ufunc loops convert each element to float and
+back one at a time (about 100 ns an element when the result is subnormal, as
+small gradients are).  ml_dtypes' bfloat16 matmul gives float32 results.
+TensorFlow's CPU kernels for matmul, convolutions and reductions (sum, mean,
+norms, logsumexp, softmax, the cross-entropies) accumulate the half types in
+float32.  So these kernels, and the elementwise ones a training step spends its
+time in (Relu, ReluGrad, BiasAdd, variable updates, Cast), are declared with
+`@computes_in_float32`, written under their `@op`:
 
     @op("BatchMatMulV2", dtypes=NUMERIC_TYPES, ...)
     @computes_in_float32
@@ -17,15 +19,16 @@ with `@computes_in_float32`, written under their `@op`:
 When the input that decides the op's dtype is float16 or bfloat16, the kernel
 gets every array argument of that dtype converted to float32 and its float32
 results are rounded (to nearest, ties to even, overflowing to inf, as a cast
-does) back to the half dtype: one rounding per output, as TensorFlow's kernels
-give.  Other dtypes reach the kernel unchanged, behind one dtype test.
+does) back to the half dtype: one rounding per output.  Other dtypes reach the
+kernel unchanged, behind one dtype test.  (TensorFlow's scans, products and
+segment reductions accumulate in the half type: cumsum, cumprod, reduce_prod and
+the segment ops keep NumPy's half-precision accumulation, which matches them.)
 
 The conversions are where half precision costs time: NumPy casts float16 one
 element at a time (no F16C in its baseline build), so float16 -> float32 reads
 a 65536-entry table and float32 -> float16 is done with whole-array integer
-and float operations (`round_to_float16`), both exact.  bfloat16 conversions
-are ml_dtypes' own (vectorized).
-"""
+and float operations (`round_to_float16`), both exact and data-independent.
+bfloat16 conversions are ml_dtypes' own (vectorized)."""
 
 import functools
 
@@ -86,10 +89,10 @@ def round_to_float16(a):
     bias >>= _U32(1)
     bias += _U32(0x07800000)
     base = np.abs(w.view(_F32))
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # invalid: signaling NaNs
         base *= np.float32(2.0 ** 112)
-    base *= np.float32(2.0 ** -110)
-    base += bias.view(_F32)
+        base *= np.float32(2.0 ** -110)
+        base += bias.view(_F32)
     bits = base.view(_U32)
     out = np.right_shift(bits, _U32(13), out=bias)
     out &= _U32(0x7C00)                                    # the float16 exponent

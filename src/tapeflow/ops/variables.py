@@ -277,7 +277,7 @@ class Variable:
             raise ValueError("A Variable's initial value must be computable eagerly; got a graph tensor "
                              f"{value!r}. Create the variable outside the graph function.")
         self._value = np.array(value._value)
-        self._name = (name or "Variable") + ":0"
+        self._name = state.scopes.get("name_scope", "") + (name or "Variable") + ":0"   # Note [eager name scopes]
         self._shape = _declared_shape(TensorShape(self._value.shape), shape)
 
     # -- reads --------------------------------------------------------------
@@ -660,7 +660,8 @@ def _create_in_graph(var, graph, initial_value, dtype, name, shape):
                          "bodies) of a tf.function or graph; create it before the control flow.")
     in_function = graph.building_function
     with graph.control_dependencies(None), graph.name_scope(None if in_function else (name or "Variable")) as scope:
-        var._name = (name or "Variable") + ":0" if in_function else scope.rstrip("/") + ":0"
+        # in a function, as TF's init_scope: the scope at creation (not made unique), then the name
+        var._name = (scope + (name or "Variable") if in_function else scope.rstrip("/")) + ":0"
         with graph.name_scope(None if in_function else "Initializer"):
             value = initial_value() if callable(initial_value) else initial_value
             t = convert_to_tensor(value, dtype=dtype)

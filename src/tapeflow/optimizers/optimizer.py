@@ -31,6 +31,7 @@ from tapeflow.ops.variables import Variable
 from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar
 
+
 class OptimizerVariable(Variable):
     """A variable an optimizer owns, named as Keras names it: `name` has no ":0"
     suffix and `path` is "<optimizer name>/<name>"."""

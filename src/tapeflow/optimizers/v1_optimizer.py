@@ -2,7 +2,9 @@
 `apply_gradients`, `minimize` and slot variables.
 
 Subclasses give `_create_slots`, `_prepare` (the hyperparameters as tensors),
-`_apply_dense`, `_apply_sparse` and optionally `_finish`.  The same code runs
+`_resource_apply_dense(grad, var)`, `_resource_apply_sparse(values, var,
+indices)` and optionally `_finish`: TensorFlow's hooks for resource variables,
+which every TF2 variable is.  The same code runs
 eagerly (updates happen at once; `apply_gradients` returns None), inside a
 `tf.function` and in a TF1 graph, where `apply_gradients` returns the op to
 `Session.run`.  In a TF1 graph nothing orders a read after a write of the same
@@ -19,9 +21,9 @@ before it.
 
 Note [duplicate indices]: a sparse gradient's repeated indices are summed first
 (`unique` + `unsorted_segment_sum`, TF's `_deduplicate_indexed_slices`) before
-`_apply_sparse`, which then updates each touched row once; an optimizer whose
-update is linear in the gradient (gradient descent) overrides
-`_apply_sparse_duplicate_indices` to scatter the rows as they come.
+`_resource_apply_sparse`, which then updates each touched row once; an
+optimizer whose update is linear in the gradient (gradient descent) overrides
+`_resource_apply_sparse_duplicate_indices` to scatter the rows as they come.
 """
 
 import contextlib
@@ -173,18 +175,27 @@ class Optimizer:
         graph = state.graphs[-1] if state.graphs else None
         with _name_scope(graph, name or self._name) as scope:
             self._prepare()
-            updates = [self._apply_sparse_duplicate_indices(g, v) if isinstance(g, IndexedSlices)
-                       else self._apply_dense(g, v) for g, v in pairs if g is not None]
+            updates = [self._resource_apply_sparse_duplicate_indices(g.values, v, g.indices)
+                       if isinstance(g, IndexedSlices) else self._resource_apply_dense(g, v)
+                       for g, v in pairs if g is not None]
             if global_step is None:
                 return _named(self._finish(updates, None), scope)
             with control_dependencies([op for op in [self._finish(updates, "update")] if op is not None]):
                 return _named(global_step.assign_add(1, read_value=False), scope)
 
-    def _apply_sparse_duplicate_indices(self, grad, var):
-        """Sums the rows of repeated indices, then `_apply_sparse` (Note [duplicate indices])."""
-        unique, positions = scatter_ops.unique(grad.indices)
-        rows = segment_ops.unsorted_segment_sum(grad.values, positions, _length(unique))
-        return self._apply_sparse(IndexedSlices(rows, unique, grad.dense_shape), var)
+    def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
+        """Sums the rows of repeated indices, then `_resource_apply_sparse` (Note [duplicate indices])."""
+        unique, positions = scatter_ops.unique(indices)
+        rows = segment_ops.unsorted_segment_sum(grad, positions, _length(unique))
+        return self._resource_apply_sparse(rows, handle, unique)
+
+    def _resource_apply_dense(self, grad, handle):
+        """The update of variable `handle` from a dense gradient; subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _resource_apply_dense(grad, var).")
+
+    def _resource_apply_sparse(self, grad, handle, indices):
+        """The update of the rows `indices` (unique) of variable `handle`; subclasses define it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _resource_apply_sparse(grad, var, indices).")
 
     def _finish(self, update_ops, name):
         return group_ops(update_ops, name)

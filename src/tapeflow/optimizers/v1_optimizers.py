@@ -42,13 +42,12 @@ class GradientDescentOptimizer(Optimizer):
     def _prepare(self):
         self._learning_rate_tensor = as_tensor(self._learning_rate)
 
-    def _apply_dense(self, grad, var):
+    def _resource_apply_dense(self, grad, var):
         return var.assign_sub(grad * cast(self._learning_rate_tensor, var.dtype), read_value=False)
 
-    def _apply_sparse_duplicate_indices(self, grad, var):
+    def _resource_apply_sparse_duplicate_indices(self, grad, var, indices):
         # linear in the gradient: repeated rows need no summing first (Note [duplicate indices])
-        lr = cast(self._learning_rate_tensor, var.dtype)
-        return var.scatter_sub(IndexedSlices(grad.values * lr, grad.indices, grad.dense_shape))
+        return var.scatter_sub(IndexedSlices(grad * cast(self._learning_rate_tensor, var.dtype), indices))
 
 
 @tf_export("compat.v1.train.MomentumOptimizer")
@@ -92,7 +91,7 @@ class MomentumOptimizer(Optimizer):
     def _hyper(self, var):
         return cast(self._learning_rate_tensor, var.dtype), cast(self._momentum_tensor, var.dtype)
 
-    def _apply_dense(self, grad, var):
+    def _resource_apply_dense(self, grad, var):
         lr, mu = self._hyper(var)
         accum = self.get_slot(var, "momentum")
         accum = accum.assign(accum * mu + grad)         # reads of the result wait for the write
@@ -100,13 +99,13 @@ class MomentumOptimizer(Optimizer):
             return var.assign_sub(grad * lr + accum * mu * lr, read_value=False)
         return var.assign_sub(lr * accum, read_value=False)
 
-    def _apply_sparse(self, grad, var):
+    def _resource_apply_sparse(self, grad, var, indices):
         lr, mu = self._hyper(var)
         accum = self.get_slot(var, "momentum")
-        rows = scatter_ops.gather(accum, grad.indices) * mu + grad.values
-        accum_write = accum.scatter_update(IndexedSlices(rows, grad.indices, grad.dense_shape))
-        delta = grad.values * lr + rows * (lr * mu) if self._use_nesterov else lr * rows
-        var_write = var.scatter_sub(IndexedSlices(delta, grad.indices, grad.dense_shape))
+        rows = scatter_ops.gather(accum, indices) * mu + grad
+        accum_write = accum.scatter_update(IndexedSlices(rows, indices))
+        delta = grad * lr + rows * (lr * mu) if self._use_nesterov else lr * rows
+        var_write = var.scatter_sub(IndexedSlices(delta, indices))
         return group_ops([accum_write, var_write], None)
 
 
@@ -158,18 +157,18 @@ class AdamOptimizer(Optimizer):
         lr = cast(self._lr_t, dtype) * unary_ops.sqrt(1 - beta2_power) / (1 - beta1_power)
         return lr, cast(self._beta1_t, dtype), cast(self._beta2_t, dtype), cast(self._epsilon_t, dtype)
 
-    def _apply_dense(self, grad, var):
+    def _resource_apply_dense(self, grad, var):
         lr, beta1, beta2, epsilon = self._hyper(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m = m.assign_add((grad - m) * (1 - beta1))
         v = v.assign_add((unary_ops.square(grad) - v) * (1 - beta2))
         return var.assign_sub((m * lr) / (unary_ops.sqrt(v) + epsilon), read_value=False)
 
-    def _apply_sparse(self, grad, var):
+    def _resource_apply_sparse(self, grad, var, indices):
         lr, beta1, beta2, epsilon = self._hyper(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        m = _decay_then_add(m, beta1, grad.values * (1 - beta1), grad)
-        v = _decay_then_add(v, beta2, times_scalar(grad.values, grad.values, 1 - beta2), grad)
+        m = _decay_then_add(m, beta1, grad * (1 - beta1), indices)
+        v = _decay_then_add(v, beta2, times_scalar(grad, grad, 1 - beta2), indices)
         return var.assign_sub(lr * m / (unary_ops.sqrt(v) + epsilon), read_value=False)
 
     def _finish(self, update_ops, name):
@@ -181,8 +180,8 @@ class AdamOptimizer(Optimizer):
         return group_ops(update_ops + powers, name)
 
 
-def _decay_then_add(slot, decay, rows, grad):
-    """slot = slot * decay, then its rows `grad.indices` += rows; returns the slot to read after both."""
+def _decay_then_add(slot, decay, rows, indices):
+    """slot = slot * decay, then its rows `indices` += rows; returns the slot to read after both."""
     decayed = slot.assign(slot * decay)
     with control_dependencies([decayed]):
-        return slot.scatter_add(IndexedSlices(rows, grad.indices, grad.dense_shape))
+        return slot.scatter_add(IndexedSlices(rows, indices))
