@@ -90,23 +90,25 @@ def test_tape_outside_differentiates_the_result():
 # -- fallback and errors -----------------------------------------------------------------
 
 def test_no_fallback_raises_value_error():
-    # a shape that differs per example: neither TensorFlow's pfor nor tapeflow vectorizes it
-    same(lambda tf: tf.vectorized_map(lambda r: tf.reshape(r, tf.cast(r, tf.int32)),
-                                      tf.constant([[1.0, 2.0], [2.0, 1.0]]), fallback_to_while_loop=False))
+    # an output whose size depends on the values: neither TensorFlow's pfor nor tapeflow vectorizes it
+    same(lambda tf: tf.vectorized_map(lambda s: tf.strings.split(s), tf.constant(["a b", "c d"]),
+                                      fallback_to_while_loop=False))
 
 
 def test_fallback_warns_unless_told_not_to():
     tf = tapeflow
-    x = tf.constant([[1.0, 2.0], [2.0, 1.0]])
-    fn = lambda r: tf.reduce_sum(tf.reshape(r, tf.cast(r, tf.int32)))       # runs once per example
+    x = tf.constant(["a b", "c d"])
+    fn = lambda s: tf.strings.split(s)                  # runs once per example
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quiet = tf.vectorized_map(fn, x, warn=False)
     assert not caught
-    with pytest.warns(UserWarning, match="'Reshape' has no batching rule"):
-        loud = tf.vectorized_map(fn, x)
-    np.testing.assert_array_equal(quiet.numpy(), [3.0, 3.0])
-    np.testing.assert_array_equal(loud.numpy(), [3.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        with pytest.warns(UserWarning, match="'StringSplitV2' has no batching rule"):
+            loud = tf.vectorized_map(fn, x)
+    np.testing.assert_array_equal(quiet.numpy(), [[b"a", b"b"], [b"c", b"d"]])
+    np.testing.assert_array_equal(loud.numpy(), quiet.numpy())
 
 
 @pytest.mark.parametrize("elems", ["scalar", "mismatched", "empty"])
@@ -153,32 +155,59 @@ def test_control_flow(case, mode):
     same(prog)
 
 
+def _control_flow_value(tf, case):
+    def value(r):
+        if case == "cond":          # no NaN from the branch an example does not take
+            return tf.cond(r[0] > 0, lambda: tf.reduce_sum(tf.sqrt(r)), lambda: tf.reduce_sum(r * r))
+        _, s = tf.while_loop(lambda i, s: tf.reduce_sum(s * s) < 20.0, lambda i, s: (i + 1, s * 1.5 + r), (0, r))
+        return tf.reduce_sum(s)
+    return value
+
+
+def _per_example_gradient(tf, value):
+    def grad(r):
+        with tf.GradientTape() as tape:
+            tape.watch(r)
+            y = value(r)
+        return tape.gradient(y, r)
+    return grad
+
+
 @pytest.mark.parametrize("mode", ["eager", "function"])
-@pytest.mark.parametrize("case", ["cond", "while"])
-def test_control_flow_gradients_inside_and_outside(case, mode):
+@pytest.mark.parametrize("case", ["cond"])      # TensorFlow 2.21 fails on the while loop's (see below)
+def test_control_flow_gradient_outside(case, mode):
     def prog(tf):
-        x = tf.constant(_X)
-
-        def value(r):
-            if case == "cond":      # no NaN from the branch an example does not take
-                return tf.cond(r[0] > 0, lambda: tf.reduce_sum(tf.sqrt(r)), lambda: tf.reduce_sum(r * r))
-            _, s = tf.while_loop(lambda i, s: tf.reduce_sum(s * s) < 20.0, lambda i, s: (i + 1, s * 1.5 + r),
-                                 (0, r))
-            return tf.reduce_sum(s)
-
-        def per_example(r):
-            with tf.GradientTape() as tape:
-                tape.watch(r)
-                y = value(r)
-            return tape.gradient(y, r)
+        value = _control_flow_value(tf, case)
 
         def run(x):
             with tf.GradientTape() as tape:
                 tape.watch(x)
                 ys = tf.vectorized_map(value, x)
-            return tf.vectorized_map(per_example, x), tf.convert_to_tensor(tape.gradient(ys, x))
-        return (tf.function(run) if mode == "function" else run)(x)
+            return ys, tf.convert_to_tensor(tape.gradient(ys, x))
+        return (tf.function(run) if mode == "function" else run)(tf.constant(_X))
     same(prog, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+@pytest.mark.parametrize("case", ["cond", "while"])
+def test_control_flow_gradients_match_a_loop(case, mode):
+    # TensorFlow 2.21's pfor fails on a tape inside the function around tf.cond ("Required handle
+    # data not set") and on the gradient of a vectorized while_loop (BroadcastGradientArgs): the
+    # per-example gradients, taken inside and outside, are checked against a loop over the
+    # examples, whose values are checked against TensorFlow's.
+    tf = tapeflow
+    value = _control_flow_value(tf, case)
+
+    def run(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            ys = tf.vectorized_map(value, x)
+        return tf.vectorized_map(_per_example_gradient(tf, value), x), tape.gradient(ys, x)
+    inside, outside = (tf.function(run) if mode == "function" else run)(tf.constant(_X))
+    loop = same(lambda tf: tf.stack([_per_example_gradient(tf, _control_flow_value(tf, case))(tf.constant(r))
+                                     for r in _X]), rtol=1e-5)
+    np.testing.assert_allclose(inside.numpy(), loop.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(tf.convert_to_tensor(outside).numpy(), loop.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("mode", ["eager", "function"])
@@ -273,7 +302,7 @@ def test_jacobian_of_tanh_layer(use_pfor, mode):
 
     def prog(tf):
         def jac(w, x):
-            with tf.GradientTape() as tape:
+            with tf.GradientTape(persistent=True) as tape:      # TF needs it without pfor, eagerly
                 tape.watch(x)
                 y = tf.tanh(tf.linalg.matvec(w, x))
             return tape.jacobian(y, x, experimental_use_pfor=use_pfor)
@@ -289,7 +318,7 @@ def test_batch_jacobian_of_tanh_layer(use_pfor, mode):
 
     def prog(tf):
         def jac(w, x):
-            with tf.GradientTape() as tape:
+            with tf.GradientTape(persistent=True) as tape:
                 tape.watch(x)
                 y = tf.tanh(tf.matmul(x, w, transpose_b=True))
             return tape.batch_jacobian(y, x, experimental_use_pfor=use_pfor)

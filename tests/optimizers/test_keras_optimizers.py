@@ -341,3 +341,26 @@ def test_apply_with_the_built_variables():
         opt.apply([tf.constant([1.0, 1.0])])
         return w, int(opt.iterations)
     same(prog)
+
+
+# -- deliberate differences from TensorFlow (pinned) -------------------------------------------------
+
+def test_default_names_are_not_numbered():
+    # Keras numbers default names across the process ("sgd", "sgd_1", ...): a global counter we do not keep
+    assert [tapeflow.keras.optimizers.SGD().name for _ in range(2)] == ["sgd", "sgd"]
+
+
+def test_a_float_learning_rate_after_a_callable():
+    # Keras fails here (AttributeError: 'function' object has no attribute 'assign'); a new variable is made
+    opt = tapeflow.keras.optimizers.SGD(lambda: 0.5)
+    opt.learning_rate = 0.25
+    assert float(opt.learning_rate) == 0.25
+    assert [v.name for v in opt.variables] == ["iteration", "learning_rate"]
+
+
+def test_config_keeps_a_callable_learning_rate():
+    # Keras serializes the callable's bytecode; the config here holds the callable itself
+    rate = lambda: 0.5      # noqa: E731
+    opt = tapeflow.keras.optimizers.Adam(rate)
+    assert opt.get_config()["learning_rate"] is rate
+    assert float(tapeflow.keras.optimizers.Adam.from_config(opt.get_config()).learning_rate) == 0.5

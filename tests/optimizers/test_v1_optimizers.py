@@ -132,7 +132,8 @@ def test_duplicate_indices_are_summed_before_adam():
     # Note [duplicate indices]: v gets (g1 + g2)^2, not g1^2 + g2^2
     var = tapeflow.Variable([[1.0], [1.0]])
     opt = tapeflow.compat.v1.train.AdamOptimizer(0.1, beta2=0.5)
-    grad = tapeflow.IndexedSlices(tapeflow.constant([[1.0], [2.0]]), tapeflow.constant([0, 0]), tapeflow.constant([2, 1]))
+    tf = tapeflow
+    grad = tf.IndexedSlices(tf.constant([[1.0], [2.0]]), tf.constant([0, 0]), tf.constant([2, 1]))
     opt.apply_gradients([(grad, var)])
     np.testing.assert_allclose(opt.get_slot(var, "v").numpy(), [[4.5], [0.0]])
 
@@ -239,3 +240,11 @@ GRAPH_ERRORS = {
 @pytest.mark.parametrize("name", list(GRAPH_ERRORS))
 def test_graph_errors(name):
     same(_in_graph(GRAPH_ERRORS[name]))
+
+
+def test_eager_non_variable_is_not_implemented():
+    # TensorFlow fails eagerly on an accident (AttributeError: Tensor.name is undefined); its graph
+    # error, NotImplementedError, is raised in both modes here
+    opt = tapeflow.compat.v1.train.GradientDescentOptimizer(0.5)
+    with pytest.raises(NotImplementedError, match="not a tf.Variable"):
+        opt.apply_gradients([(tapeflow.constant(2.0), tapeflow.constant(1.0))])

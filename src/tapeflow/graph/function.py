@@ -173,7 +173,9 @@ def _call_grad(op, *dys):
     f = op.get_attr("f")
     backward = f._backward_function(keep_slices=True)
     outputs = f._flat_tensor_outputs
-    dys = [grad_util.zeros_of(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
+    # zeros like the call's own outputs: the body's may have dims unknown when traced
+    dys = [grad_util.zeros_of(t) if g is None else convert_to_tensor(g)
+           for g, t in zip(dys, op.outputs[:len(outputs)])]
     trainable = [i for i, t in enumerate(outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
     n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, [fed values,] variables
     side = list(op.outputs[len(outputs):]) if op.get_attr("export") else None

@@ -21,8 +21,8 @@ gets every array argument of that dtype converted to float32 and its float32
 results are rounded (to nearest, ties to even, overflowing to inf, as a cast
 does) back to the half dtype: one rounding per output.  Other dtypes reach the
 kernel unchanged, behind one dtype test.  (TensorFlow's scans, products and
-segment reductions accumulate in the half type: cumsum, cumprod, reduce_prod and
-the segment ops keep NumPy's half-precision accumulation, which matches them.)
+segment reductions accumulate in the half type; cumsum, cumprod, reduce_prod and
+the segment ops keep NumPy's half-precision arithmetic.)
 
 The conversions are where half precision costs time: NumPy casts float16 one
 element at a time (no F16C in its baseline build), so float16 -> float32 reads

@@ -452,6 +452,8 @@ class Variable:
         of another dtype is a ValueError, and the shapes must be equal (ValueError
         for `assign`, InvalidArgumentError for the updates, like TensorFlow)."""
         t = convert_to_tensor(value, dtype=self.dtype)
+        if t._is_batched and state.vmaps:
+            _batched_write((t,), None, self)
         if what == "assign":
             if not self._shape.is_compatible_with(t._value.shape):
                 raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape {self._shape} "

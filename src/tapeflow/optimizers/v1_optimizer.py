@@ -108,11 +108,30 @@ class Optimizer:
 
     def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
                           colocate_gradients_with_ops=False, grad_loss=None):
-        """The gradients of `loss` for the variables, as (gradient, variable) pairs (gradient None when unconnected).
+        """The gradients of `loss` for the variables, as (gradient, variable) pairs.
+
+        Args:
+          loss: a tensor (graphs, differentiated with `tf.compat.v1.gradients`) or
+            a no-argument callable returning it (required eagerly; a GradientTape
+            records it).
+          var_list: the variables; by default the graph's trainable variables
+            (graphs) or those the callable reads (eagerly).
+          gate_gradients, aggregation_method, colocate_gradients_with_ops: as in TF1.
+          grad_loss: the gradient of `loss` to start from (ones by default).
+
+        Returns:
+          A list of (gradient, variable) pairs; the gradient is None where `loss`
+          does not depend on the variable, an IndexedSlices after a gather.
 
         Raises:
           RuntimeError: `loss` is not callable while executing eagerly.
           ValueError: a bad `gate_gradients`, a loss of a non-float dtype, or no variables.
+
+        >>> import tapeflow as tf
+        >>> w = tf.Variable(3.0)
+        >>> [(float(g), v is w) for g, v in
+        ...  tf.compat.v1.train.GradientDescentOptimizer(0.1).compute_gradients(lambda: w * w)]
+        [(6.0, True)]
         """
         if callable(loss):
             with GradientTape() as tape:
@@ -154,6 +173,19 @@ class Optimizer:
           ValueError: no pairs, or no gradient at all.
           TypeError: a gradient is neither a tensor, IndexedSlices nor None.
           NotImplementedError: a pair's second item is not a variable.
+
+        >>> import tapeflow as tf
+        >>> with tf.Graph().as_default() as g:
+        ...     w = tf.Variable(1.0)
+        ...     step = tf.compat.v1.train.get_or_create_global_step()
+        ...     train = tf.compat.v1.train.GradientDescentOptimizer(0.5).apply_gradients(
+        ...         [(tf.constant(2.0), w)], global_step=step)
+        ...     init = tf.compat.v1.global_variables_initializer()
+        >>> with tf.compat.v1.Session(graph=g) as sess:
+        ...     _ = sess.run(init)
+        ...     _ = sess.run(train)
+        ...     sess.run([w, step])
+        [np.float32(0.0), np.int64(1)]
         """
         pairs = []
         for g, v in tuple(grads_and_vars):
@@ -161,7 +193,8 @@ class Optimizer:
                 try:
                     g = convert_to_tensor(g)
                 except (TypeError, ValueError):
-                    raise TypeError(f"Gradient must be convertible to a Tensor or IndexedSlices, or None: {g}") from None
+                    raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or None: "
+                                    f"{g!r}") from None
             if not isinstance(v, Variable):
                 raise NotImplementedError(f"Trying to update {v!r}, which is not a tf.Variable: TF1 optimizers "
                                           "update variables only.")
