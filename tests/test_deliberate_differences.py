@@ -165,3 +165,19 @@ def test_multiply_no_nan_complex_gradient_conjugates():
     tf = _tf_or_skip()
     theirs = grads(tf, tf.math.multiply_no_nan)
     assert not all(np.allclose(a, b) for a, b in zip(theirs, exact))
+
+
+def test_half_precision_einsum_and_bias_gradient_accumulate_in_float32():
+    """float16 einsum and the bfloat16 bias_add gradient add up in float32, as TensorFlow's own
+    matmul and reductions do (Note [half precision] in ops/half.py); TensorFlow's CPU Einsum for
+    float16 and BiasAddGrad for bfloat16 add up in the half type, so 4096 ones sum to 2048 (256)."""
+    def sums(tf):
+        ones = tf.ones([4096], tf.float16)
+        b = tf.zeros([1], tf.bfloat16)
+        with tf.GradientTape() as tape:
+            tape.watch(b)
+            y = tf.reduce_sum(tf.nn.bias_add(tf.ones([4096, 1], tf.bfloat16), b))
+        return [float(tf.einsum("i,i->", ones, ones)), float(tape.gradient(y, b)[0])]
+    assert sums(tapeflow) == [4096.0, 4096.0]
+    tf = _tf_or_skip()
+    assert sums(tf) == [2048.0, 256.0]

@@ -9,7 +9,7 @@ import warnings as _warnings
 from tapeflow import ops as _ops  # noqa: F401  (the op families)
 from tapeflow import eager as _eager, graph as _graph  # noqa: F401
 from tapeflow import custom_gradient as _custom_gradient, testing as _testing  # noqa: F401
-from tapeflow import module as _module  # noqa: F401
+from tapeflow import config, module as _module  # noqa: F401  (config: before compat, which copies its names)
 from tapeflow.framework.export import populate as _populate
 
 _populate(__name__)

@@ -64,23 +64,18 @@ def _as_target(target, method):
                          f"GradientTape.{method} must be a tf.Tensor or tf.Variable computed under the tape.")
 
 
-def _stacked_rows(tape, target, sources, seed):
-    """The gradients of `target` against `sources` for every example of the stacked
-    output gradient `seed`, in one batched backprop (Note [vectorized Jacobians]);
-    each stacked, or None where unconnected."""
-    n = seed.shape[0]
-    if state.graphs:
-        seed = state.graphs[-1].constant_node(Tensor(seed))
-    else:
-        seed = Tensor(seed)
+def _stacked_rows(tape, target, sources, seed, n):
+    """The gradients of `target` against `sources` for every one of the `n` examples of
+    the stacked output gradient `seed`, in one batched backprop (Note [vectorized
+    Jacobians]); each stacked, or None where unconnected."""
+    if not isinstance(seed, Tensor):
+        seed = state.graphs[-1].constant_node(Tensor(seed)) if state.graphs else Tensor(seed)
     with tape._as_persistent(), vectorizing(n) as level:
         grads = tape._compute([target], sources, [level.batch(seed)])
         return [None if g is None else level.unbatch(convert_to_tensor(g)) for g in grads]
 
 
-def _pfor_ready(tape, target):
-    """Whether the vectorized Jacobian applies: a target of known static shape."""
-    shape = target._value.shape
+def _static(shape):
     return shape is not None and None not in shape
 
 
@@ -89,10 +84,12 @@ def jacobian(tape, target, sources, unconnected, use_pfor=True):
     flat_sources = nest.flatten(sources)
     tape._check_arguments([target], flat_sources)     # Note [non-tensor arguments] in backprop.py
     tshape, tdtype = target._value.shape, target._value.dtype
+    if use_pfor and not _static(tshape) and state.graphs:
+        return nest.pack_sequence_as(sources, _dynamic_jacobian(tape, target, flat_sources, unconnected))
     n = int(np.prod(tshape, dtype=np.int64))
-    if use_pfor and n and _pfor_ready(tape, target):
+    if use_pfor and n:
         seed = np.eye(n, dtype=tdtype).reshape((n,) + tuple(tshape))
-        stacked = _stacked_rows(tape, target, flat_sources, seed)
+        stacked = _stacked_rows(tape, target, flat_sources, seed, n)
         out = [_assemble_stacked(g, s, tuple(tshape) + tuple(s._value.shape), unconnected)
                for g, s in zip(stacked, flat_sources, strict=True)]
         return nest.pack_sequence_as(sources, out)
@@ -103,6 +100,25 @@ def jacobian(tape, target, sources, unconnected, use_pfor=True):
     out = [_assemble([r[k] for r in rows], s, tshape + s._value.shape, unconnected)
            for k, s in enumerate(flat_sources)]
     return nest.pack_sequence_as(sources, out)
+
+
+def _dynamic_jacobian(tape, target, sources, unconnected):
+    """The vectorized Jacobian of a graph target whose shape is known only when the graph
+    runs: the identity seed and the result shapes are computed in the graph."""
+    from tapeflow.ops import constructor_ops, math_ops
+    n = array_ops.size(target)
+    steps = constructor_ops.range(n)
+    eye = math_ops.cast(math_ops.equal(array_ops.expand_dims(steps, 1), array_ops.expand_dims(steps, 0)),
+                        target.dtype)
+    seed = array_ops.reshape(eye, array_ops.concat([array_ops.reshape(n, [1]), array_ops.shape(target)], 0))
+    out = []
+    for g, s in zip(_stacked_rows(tape, target, sources, seed, n), sources, strict=True):
+        shape = array_ops.concat([array_ops.shape(target), array_ops.shape(s)], 0)
+        if g is None:
+            out.append(None if unconnected is UnconnectedGradients.NONE else array_ops.zeros(shape, s.dtype))
+        else:
+            out.append(array_ops.reshape(g, shape))
+    return out
 
 
 def _assemble_stacked(g, source, shape, unconnected):
@@ -129,7 +145,7 @@ def batch_jacobian(tape, target, source, unconnected, use_pfor=True):
                          f"({list(sshape)}) to match.")
     batch, inner = tshape[0], tshape[1:]
     n = int(np.prod(inner, dtype=np.int64))
-    if use_pfor and n and batch and _pfor_ready(tape, target):
+    if use_pfor and n and batch and _static(tshape):
         return _batch_jacobian_pfor(tape, target, source, unconnected, n)
     seeds = _one_hot_seeds(batch, n, target._value.dtype, tshape)
     rows = _rows(tape, target, [source], seeds)
@@ -147,7 +163,7 @@ def _batch_jacobian_pfor(tape, target, source, unconnected, n):
     tshape, sshape = target._value.shape, source._value.shape
     batch, dtype = tshape[0], target._value.dtype
     seed = np.broadcast_to(np.eye(n, dtype=dtype)[:, None, :], (n, batch, n)).reshape((n,) + tuple(tshape))
-    (g,) = _stacked_rows(tape, target, [source], np.ascontiguousarray(seed))
+    (g,) = _stacked_rows(tape, target, [source], np.ascontiguousarray(seed), n)
     out_shape = (batch,) + tuple(tshape[1:]) + tuple(sshape[1:])
     if g is None:
         return Tensor(np.zeros(out_shape, dtype))      # as TensorFlow: zeros whatever `unconnected` says

@@ -9,16 +9,39 @@ import contextlib
 import threading
 
 
+class _ProcessGraph:
+    """The process's default graph, made on first use (graph/default_graph.py); while eager
+    execution is disabled it is the bottom of every thread's stack of default graphs
+    (Note [eager disabled] there)."""
+
+    graph = None
+    eager_disabled = False
+
+
+process_graph = _ProcessGraph()
+
+
 class _State(threading.local):
     def __init__(self):
         self.tapes = []        # active GradientTapes, innermost last
-        self.graphs = []       # default graphs, innermost last (graph mode)
+        # default graphs, innermost last (graph mode)
+        self.graphs = [process_graph.graph] if process_graph.eager_disabled else []
         self.scopes = {}       # scoped settings (strategy, name scope, ...)
         self.variable_watchers = []   # custom_gradient's watchers of variable reads
         self.vmaps = []        # active vectorizations, innermost last (ops/batching.py)
 
 
 state = _State()
+
+
+class _Settings:
+    """Process-wide settings of `tf.config` (not per thread, as TensorFlow's); set only
+    through their `tf.config` functions (config.py)."""
+
+    functions_run_eagerly = False     # tf.config.run_functions_eagerly: tf.function calls the Python function
+
+
+settings = _Settings()
 
 
 def executing_eagerly():
@@ -29,6 +52,17 @@ def executing_eagerly():
     True
     """
     return not state.graphs
+
+
+def executing_eagerly_outside_functions():
+    """True unless a graph other than a function's is being built (TF1 graphs, eager
+    execution disabled): the test TensorFlow's tensor equality makes.
+
+    >>> import tapeflow as tf
+    >>> tf.compat.v1.executing_eagerly_outside_functions()
+    True
+    """
+    return all(g.building_function for g in state.graphs)
 
 
 @contextlib.contextmanager

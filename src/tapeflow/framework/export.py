@@ -20,20 +20,42 @@ its `__call__`; a Python function with a `name` parameter is exported as a
 wrapper doing the same (made once, here).  Executing eagerly the argument is
 ignored, at the cost of one `is None` test for ops and one extra call frame
 for Python functions.
+
+Note [compat.v1 names]: `tf.compat.v1` holds, besides its own TF1 names, every
+TF2 name that TensorFlow also exports there, generated from one place: the
+file tf_v1_api.txt next to this module, TensorFlow's `tf.compat.v1` API written
+by `tools/generate_tf_v1_api.py` from an installed TensorFlow.  Exporting a
+TF2 path places the object under each v1 name that TensorFlow gives the same
+object ("random_normal = random.normal"), and under each v1 name whose v1
+version TensorFlow derives from it with other parameters ("reduce_sum ~ ...")
+wrapped by `v1_signatures.v1_version` (Note [v1 signatures]).  A v1 name
+exported explicitly ("compat.v1.placeholder", or a v1 version whose meaning
+differs, as `compat.v1.cond`) wins over a derived one, whatever the import
+order.  The list is data rather than a decorator argument at each export, so
+a name that TensorFlow's v1 API lacks never appears there, and regenerating the
+file follows a new TensorFlow.  Namespace modules stay current: an export made
+after a namespace was populated is set on its module too, and the v1
+sub-namespaces without a module of their own (`compat.v1.nn`, `.math`, ...)
+get one made here.
 """
 
 import functools
 import inspect
+import pathlib
 import re
 import sys
 import types
 
 from tapeflow.framework.context import state
+from tapeflow.framework import v1_signatures
 
 # This module imports only `context` of tapeflow (which exports nothing itself), so every
 # other module can export with it.
 
 _EXPORTS = {}       # namespace ("" for the top level, "math", "compat.v1") -> {name: object}
+_MODULES = {}       # namespace -> its module, once populated (later exports are set on it too)
+_DERIVED = set()    # (namespace, name) placed from the v1 list, not exported explicitly
+_V1_API = None      # TF2 path -> [(v1 path, v1 parameters or None)] (Note [compat.v1 names])
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 
@@ -57,18 +79,68 @@ def tf_export(*paths, names_op=True):
     def export(obj):
         public = _with_name_argument(obj) if names_op else obj
         for path in paths:
-            namespace, _, attr = path.rpartition(".")
-            table = _EXPORTS.setdefault(namespace, {})
-            if table.get(attr, public) is not public:
-                raise KeyError(f"tf.{path} is exported twice: {table[attr]!r} and {obj!r}.")
-            table[attr] = public
+            _place(path, public, derived=False)
+            if isinstance(obj, types.ModuleType):
+                _MODULES[path] = obj
+                vars(obj).update(_EXPORTS.get(path, {}))
+        for path in paths:
+            if not path.startswith("compat."):
+                for v1_path, params in _v1_api().get(path, ()):
+                    _place("compat.v1." + v1_path, public if params is None else
+                           v1_signatures.v1_version(public, params, v1_path), derived=True)
         return obj
     return export
 
 
+def _place(path, obj, derived):
+    """Puts `obj` at the public `path` (an explicit export wins over a derived one)."""
+    namespace, _, attr = path.rpartition(".")
+    table = _EXPORTS.setdefault(namespace, {})
+    current = table.get(attr, obj)
+    if current is not obj:
+        if derived:
+            return                                  # explicit, or derived from an earlier export
+        if (namespace, attr) not in _DERIVED:
+            raise KeyError(f"tf.{path} is exported twice: {current!r} and {obj!r}.")
+    (_DERIVED.add if derived else _DERIVED.discard)((namespace, attr))
+    table[attr] = obj
+    module = _MODULES.get(namespace)
+    if module is None and namespace.startswith("compat.v1."):
+        module = _namespace_module(namespace)
+    if module is not None:
+        setattr(module, attr, obj)
+
+
+def _namespace_module(namespace):
+    """A module for a v1 sub-namespace that has none of its own (`tf.compat.v1.nn`)."""
+    name = "tapeflow." + namespace
+    module = _MODULES[namespace] = sys.modules[name] = types.ModuleType(
+        name, f"`tf.{namespace}`: the TF2 names TensorFlow also exports here (Note [compat.v1 names]).")
+    vars(module).update(_EXPORTS.get(namespace, {}))
+    _place(namespace, module, derived=True)
+    return module
+
+
+def _v1_api():
+    """The v1 list by TF2 path, read once from tf_v1_api.txt (Note [compat.v1 names])."""
+    global _V1_API
+    if _V1_API is None:
+        _V1_API = {}
+        for line in (pathlib.Path(__file__).parent / "tf_v1_api.txt").read_text().splitlines():
+            if line.startswith("#") or line.endswith(" !"):
+                continue
+            v1_path, kind, rest = line.split(" ", 2)
+            tf2_paths, _, params = rest.partition(" ")
+            for tf2_path in tf2_paths.split("|"):
+                _V1_API.setdefault(tf2_path, []).append((v1_path, params or None if kind == "~" else None))
+    return _V1_API
+
+
 def populate(module_name):
-    """Fills the namespace module `module_name` ("tapeflow.math") with its exports."""
+    """Fills the namespace module `module_name` ("tapeflow.math") with its exports
+    (and with those made later: Note [compat.v1 names])."""
     namespace = module_name.partition(".")[2]
+    _MODULES[namespace] = sys.modules[module_name]
     vars(sys.modules[module_name]).update(_EXPORTS.get(namespace, {}))
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import optree
 
 from tapeflow.framework import dtypes, nest
-from tapeflow.framework.context import state
+from tapeflow.framework.context import settings, state
 from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.framework.tensor_spec import TensorSpec
@@ -473,6 +473,8 @@ class Function:
         return bound
 
     def __call__(self, *args, **kwargs):
+        if settings.functions_run_eagerly:          # tf.config.run_functions_eagerly(True): no tracing
+            return self._python_function(*args, **kwargs)
         concrete, flat_args = self._concrete_for(args, kwargs)
         return concrete._structured(concrete._call_flat(flat_args))
 

@@ -195,11 +195,11 @@ def _run_rule(op_, xs, batched, attrs, level):
         if rule is not None:
             return rule(xs, batched, **attrs)
     except NotBatchable:
-        pass
-    return _loop(op_, xs, batched, attrs, level)
+        return _loop(op_, xs, batched, attrs, level, "has no batching rule for these inputs")
+    return _loop(op_, xs, batched, attrs, level, "has no batching rule")
 
 
-def _loop(op_, xs, batched, attrs, level):
+def _loop(op_, xs, batched, attrs, level, why):
     """The fallback for an op with no batching rule: the op once per example, stacked."""
     from tapeflow.ops import join_ops
     if state.scopes.get("vectorize_fallback") is False:
@@ -209,7 +209,7 @@ def _loop(op_, xs, batched, attrs, level):
     if isinstance(n, Tensor):
         raise ValueError(f"Op '{op_.type}' has no batching rule, and the batch size is unknown while the graph "
                          "is built, so it cannot run once per example. Give the batch a static size.")
-    warnings.warn(f"Op '{op_.type}' has no batching rule: it runs once per example in a Python loop.",
+    warnings.warn(f"Op '{op_.type}' {why}: it runs once per example in a Python loop.",
                   stacklevel=_user_stacklevel())
     rows = [join_ops.unstack(x, num=n) if b else None for x, b in zip(xs, batched)]
     outs = [execute(op_, [r[i] if r is not None else x for r, x in zip(rows, xs)], attrs) for i in range(n)]

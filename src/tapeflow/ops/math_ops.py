@@ -804,8 +804,9 @@ def _batched_left(a, b, ta, tb):
     """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
     if ta:
         a = array_ops.transpose(a, (0, 2, 1))
-    size, m = batching.batch_size_of(a), a._value.shape[1]
-    out = _matmul_op(array_ops.reshape(a, (-1, a._value.shape[2])), b, False, tb)
+    size, (m, k) = batching.batch_size_of(a), a._value.shape[1:]
+    rows = size * m if isinstance(size, int) and m is not None else -1     # -1 cannot be inferred when empty
+    out = _matmul_op(array_ops.reshape(a, (rows, k)), b, False, tb)
     return array_ops.reshape(out, batching.prepend(size, (m if m is not None else -1, out._value.shape[1])))
 
 
@@ -813,8 +814,9 @@ def _batched_right(a, b, ta, tb):
     """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
     out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
     bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
-    size, n = batching.batch_size_of(bt), bt._value.shape[1]
-    out = _matmul_op(array_ops.reshape(bt, (-1, bt._value.shape[2])), a, False, not ta)   # [B*n, m]
+    size, (n, k) = batching.batch_size_of(bt), bt._value.shape[1:]
+    rows = size * n if isinstance(size, int) and n is not None else -1
+    out = _matmul_op(array_ops.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
     out = array_ops.reshape(out, batching.prepend(size, (n if n is not None else -1, out._value.shape[1])))
     return array_ops.transpose(out, (0, 2, 1))
 

@@ -254,10 +254,15 @@ class Optimizer:
 
     def _non_slot_variable(self, name, initial_value=None):
         """The optimizer-wide variable `name` of the current graph (eager: one), made with `initial_value`."""
-        graph = state.graphs[-1] if state.graphs and not state.graphs[-1].building_function else None
+        graph = _home_graph()
         key = (name, graph)
         if key not in self._non_slot and initial_value is not None:
-            self._non_slot[key] = Variable(initial_value, trainable=False, name=name)
+            saved = state.graphs          # made in the home graph, not inside a cond branch or function
+            state.graphs = saved[:saved.index(graph) + 1] if graph is not None else []
+            try:
+                self._non_slot[key] = Variable(initial_value, trainable=False, name=name)
+            finally:
+                state.graphs = saved
         return self._non_slot.get(key)
 
     def get_slot(self, var, name):
@@ -270,10 +275,19 @@ class Optimizer:
 
     def variables(self):
         """The optimizer's variables of the current graph (slots and others), sorted by name."""
-        graph = state.graphs[-1] if state.graphs and not state.graphs[-1].building_function else None
+        graph = _home_graph()
         found = [v for (_, g), v in self._non_slot.items() if g is graph]
         found += [v for table in self._slots.values() for v in table.values() if _graph_of(v) is graph]
         return sorted(found, key=lambda v: v.name)
+
+
+def _home_graph():
+    """The graph the optimizer's own variables live in: the innermost graph that is not a
+    function or control-flow branch being built (None when that is the eager context)."""
+    graph = state.graphs[-1] if state.graphs else None
+    while graph is not None and graph.building_function:
+        graph = graph.outer_graph
+    return graph if graph in state.graphs else None
 
 
 def _graph_of(var):

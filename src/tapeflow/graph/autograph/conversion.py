@@ -1,0 +1,306 @@
+"""Converting Python functions: finding their source, compiling the transformed
+syntax tree with the original globals and closure cells, caching, and the
+errors converted code raises while it is traced.
+
+Note [conversion cache]: the transformation is done once per code object (the
+compiled result is reused by every closure made from the same `def`); each
+function object gets its own converted function, bound to the original's
+globals and closure cells, so `nonlocal` writes and later rebinding of free
+variables are shared with the original.
+
+Note [which functions are converted]: the function given to `tf.function` and
+the user functions converted code calls, recursively, but not tapeflow's own
+functions, builtins, the standard library or the numerical libraries (nor
+functions marked `do_not_convert`, generators, or functions already produced
+by conversion).  A function whose source cannot be found runs unconverted,
+with a warning.
+"""
+
+import ast
+import copy
+import functools
+import inspect
+import linecache
+import os
+import sys
+import traceback
+import types
+import warnings
+import weakref
+
+from tapeflow.framework.errors import OpError
+
+_LIBRARIES = frozenset({
+    "tapeflow", "numpy", "scipy", "optree", "ml_dtypes", "tensorflow", "keras", "tf_keras", "jax", "torch",
+    "threadpoolctl", "mpi4py", "sklearn", "pandas", "tqdm", "pytest", "_pytest", "pluggy", "hypothesis", "IPython",
+})
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_DO_NOT_CONVERT = "__tapeflow_do_not_convert__"
+
+_converted = weakref.WeakKeyDictionary()    # function -> its conversion (or itself: not converted)
+_compiled = weakref.WeakKeyDictionary()     # code object -> (converted code object, converted source)
+_generated = weakref.WeakKeyDictionary()    # code objects made by conversion -> the original function's name
+_trees = {}                                 # filename -> (the lines parsed, module tree)
+
+
+class AutoGraphError(Exception):
+    """Base class of AutoGraph's own exceptions."""
+
+
+class ConversionError(AutoGraphError):
+    """A function could not be converted (`tf.autograph.to_graph`, `to_code`)."""
+
+
+class StagingError(AutoGraphError):
+    """An exception of a class that cannot carry a new message, raised while converted code
+    was traced: the message shows where in the user's code it happened."""
+
+
+class _KeyError(KeyError):
+    """A KeyError whose message keeps its lines (KeyError's own `str` quotes it)."""
+
+    def __init__(self, message, key):
+        super().__init__(key)
+        self._message = message
+
+    def __str__(self):
+        return self._message
+
+
+_KeyError.__name__ = "KeyError"
+
+
+# -- which functions ---------------------------------------------------------------------
+
+def _is_library(f):
+    module = getattr(f, "__module__", None)
+    if not isinstance(module, str):
+        return False
+    top = module.partition(".")[0]
+    return top in _LIBRARIES or top in sys.stdlib_module_names
+
+
+def is_generated(code):
+    return code in _generated
+
+
+def converted_callable(f, warn=True):
+    """What converted code calls for `f`: its conversion, or `f` itself (Note [which
+    functions are converted])."""
+    kind = type(f)
+    if kind is types.FunctionType:
+        return _convert_cached(f, warn)
+    if kind is types.MethodType:
+        func = f.__func__
+        if type(func) is not types.FunctionType:
+            return f
+        new = _convert_cached(func, warn)
+        return f if new is func else types.MethodType(new, f.__self__)
+    if kind is functools.partial:
+        new = converted_callable(f.func, warn)
+        return f if new is f.func else functools.partial(new, *f.args, **f.keywords)
+    if isinstance(f, type) or not callable(f):
+        return f
+    method = getattr(kind, "__call__", None)     # a callable object of a user class
+    if type(method) is types.FunctionType and not _is_library(method) and not _is_library(f):
+        new = _convert_cached(method, warn)
+        return f if new is method else types.MethodType(new, f)
+    return f
+
+
+def _convert_cached(f, warn):
+    try:
+        return _converted[f]
+    except KeyError:
+        pass
+    except TypeError:       # not weak-referenceable
+        return f
+    new = f
+    if not _skipped(f):
+        try:
+            new = convert(f)
+        except ConversionError as e:
+            if warn:
+                warnings.warn(f"AutoGraph could not transform {f!r} and will run it as-is.\nCause: {e}\nTo silence "
+                              "this warning, decorate the function with @tf.autograph.experimental.do_not_convert",
+                              stacklevel=3)
+    _converted[f] = new
+    return new
+
+
+def _skipped(f):
+    code = f.__code__
+    return (getattr(f, _DO_NOT_CONVERT, False) or code in _generated or _is_library(f)
+            or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR))
+
+
+def mark_do_not_convert(f):
+    setattr(f, _DO_NOT_CONVERT, True)
+    return f
+
+
+# -- conversion ----------------------------------------------------------------------------
+
+def convert(f):
+    """The converted version of the Python function `f` (Note [conversion cache]).
+
+    Raises:
+      ConversionError: the source of `f` cannot be found, or does not compile once converted.
+    """
+    code = f.__code__
+    entry = _compiled.get(code)
+    if entry is None:
+        entry = _compiled[code] = _compile(code, f.__globals__)
+    new_code, _ = entry
+    cells = dict(zip(code.co_freevars, f.__closure__ or ()))
+    cells["ag__"] = types.CellType(_operators())
+    new = types.FunctionType(new_code, f.__globals__, f.__name__, f.__defaults__,
+                             tuple(cells.get(name) or types.CellType() for name in new_code.co_freevars))
+    new.__kwdefaults__ = dict(f.__kwdefaults__) if f.__kwdefaults__ else f.__kwdefaults__
+    new.__dict__.update(f.__dict__)
+    for attr in ("__qualname__", "__module__", "__doc__", "__annotations__"):
+        setattr(new, attr, getattr(f, attr))
+    return new
+
+
+def source_of(f):
+    """The converted source of `f` (`tf.autograph.to_code`)."""
+    code = f.__code__
+    entry = _compiled.get(code)
+    if entry is None:
+        entry = _compiled[code] = _compile(code, f.__globals__)
+    return entry[1]
+
+
+def _operators():
+    from tapeflow.graph.autograph import operators
+    return operators
+
+
+def _compile(code, module_globals):
+    from tapeflow.graph.autograph import transformer
+    node = _find_node(code, module_globals)
+    node = transformer.convert_function(node, code.co_name)
+    factory = ast.FunctionDef(
+        name="__autograph_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in ("ag__",) + code.co_freevars],
+                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[node, ast.Return(ast.Name(node.name, ast.Load()))], decorator_list=[], returns=None)
+    ast.copy_location(factory, node)
+    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
+    try:
+        compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, TypeError) as e:
+        raise ConversionError(f"the converted code of {code.co_name} does not compile: {e}") from None
+    outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    new_code = next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == node.name)
+    if code.co_name == "<lambda>":
+        new_code = new_code.replace(co_name="<lambda>", co_qualname=code.co_qualname)
+    _register(new_code, code.co_name)
+    return new_code, ast.unparse(node)
+
+
+def _register(code, name):
+    _generated[code] = name
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _register(const, name)
+
+
+def _find_node(code, module_globals):
+    """The syntax tree of the function whose code is `code`, found in its file."""
+    lines = linecache.getlines(code.co_filename, module_globals)
+    if not lines:
+        raise ConversionError(f"could not get source code of {code.co_name} ({code.co_filename})")
+    cached = _trees.get(code.co_filename)
+    if cached is None or cached[0] is not lines:
+        try:
+            tree = ast.parse("".join(lines), code.co_filename)
+        except SyntaxError as e:
+            raise ConversionError(f"could not parse the source of {code.co_filename}: {e}") from None
+        cached = _trees[code.co_filename] = (lines, tree)
+    matches = [n for n in ast.walk(cached[1]) if _is_node_of(n, code)]
+    if len(matches) != 1:
+        what = "no" if not matches else "more than one"
+        raise ConversionError(f"{what} function definition matches {code.co_name} at {code.co_filename}:"
+                              f"{code.co_firstlineno}")
+    node = copy.deepcopy(matches[0])
+    if isinstance(node, ast.Lambda):
+        node = ast.copy_location(ast.FunctionDef(name="__autograph_lambda", args=node.args,
+                                                 body=[ast.copy_location(ast.Return(node.body), node.body)],
+                                                 decorator_list=[], returns=None), node)
+    node.decorator_list = []
+    return node
+
+
+def _is_node_of(node, code):
+    if isinstance(node, ast.FunctionDef):
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        return node.name == code.co_name and first == code.co_firstlineno
+    if isinstance(node, ast.Lambda):
+        if code.co_name != "<lambda>" or node.lineno != code.co_firstlineno:
+            return False
+        args = node.args
+        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        count = code.co_argcount + code.co_kwonlyargcount
+        count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        return names == list(code.co_varnames[:count])
+    return False
+
+
+# -- calling and errors ----------------------------------------------------------------------
+
+def call_converted(f, args, kwargs):
+    """Calls the conversion of `f` (tf.function's tracing); an exception raised in converted
+    code is raised again with the user's frames in its message, as TensorFlow does."""
+    target = converted_callable(f)
+    if target is f:
+        return f(*args, **kwargs)
+    try:
+        return target(*args, **kwargs)
+    except Exception as e:      # noqa: BLE001 -- every class is re-raised (staging_error)
+        raise staging_error(e).with_traceback(e.__traceback__) from None
+
+
+_STRING_CONSTRUCTED = (AssertionError, AttributeError, NameError, NotImplementedError, RuntimeError, StopIteration,
+                       TypeError, UnboundLocalError, ValueError)
+
+
+def staging_error(e):
+    """`e` again, its message led by the user's frames: the same class where it takes a
+    message (OpErrors keep their op), a KeyError, or else a StagingError."""
+    if getattr(e, "_autograph_frames", False):
+        return e
+    message = _user_frames_message(e)
+    kind = type(e)
+    if issubclass(kind, OpError):
+        new = kind(e.node_def, e.op, message)
+    elif kind in _STRING_CONSTRUCTED or kind.__init__ is Exception.__init__ or issubclass(kind, AutoGraphError):
+        new = kind(message)
+    elif kind is KeyError:
+        new = _KeyError(message, e.args[0] if e.args else None)
+    else:
+        new = StagingError(message)
+    new._autograph_frames = True
+    return new
+
+
+def _user_frames_message(e):
+    lines = ["in user code:", ""]
+    last = None
+    for frame, lineno in traceback.walk_tb(e.__traceback__):
+        code = frame.f_code
+        filename = code.co_filename
+        if filename.startswith(_PACKAGE_DIR) or (filename, lineno) == last:
+            continue
+        last = (filename, lineno)
+        converted = code in _generated
+        name = _generated.get(code, code.co_name)
+        lines.append(f'    File "{filename}", line {lineno}, in {name}' + ("  *" if converted else ""))
+        source = linecache.getline(filename, lineno).strip()
+        lines.append("        " + (source or "<source unavailable>"))
+    lines.append("")
+    lines.extend("    " + line for line in f"{type(e).__name__}: {e}".split("\n"))
+    lines.append("")
+    return "\n".join(lines)
