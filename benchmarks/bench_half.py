@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_half.py            # full run, about 3 minutes on 2 cores
     python benchmarks/bench_half.py --quick    # smoke test: few rounds, not a measurement
     python benchmarks/bench_half.py --no-tf    # tapeflow only
+    python benchmarks/bench_half.py --threads 1  # every framework single-threaded (steadier on a loaded machine)
 
 The workload is `workloads.py`'s MLP step (784-1024-1024-10, batch 256, ReLU,
 mean sparse softmax cross-entropy, gradients of all weights and biases, SGD by
@@ -28,6 +29,7 @@ import numpy as np
 
 # bench_eager sets TF_CPP_MIN_LOG_LEVEL before anything imports TensorFlow.
 from bench_eager import _spread, _table, describe_environment, run_round_robin
+from bench_graph import limit_threads
 import workloads
 
 TARGET = 1.5             # tapeflow float16 step at most 1.5x its float32 step
@@ -130,7 +132,11 @@ def main(argv=None):
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated dtypes (default: all three)")
     parser.add_argument("--settle", type=float, default=0.3,
                         help="seconds of idle before each timing block, see Note [thread settling] in bench_eager.py")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="cap all frameworks at this many threads (default: their own defaults)")
     args = parser.parse_args(argv)
+    if args.threads:
+        limit_threads(args.threads)
     print(f"MLP training step {'-'.join(map(str, workloads.MLP_SIZES))}, batch {workloads.BATCH}, "
           "in float32 and half precision, eager and tf.function")
     cases, checks = build_cases(frameworks(not args.no_tf), workloads.mlp_data(), args.dtypes.split(","))

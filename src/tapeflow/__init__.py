@@ -9,14 +9,15 @@ import warnings as _warnings
 from tapeflow import ops as _ops  # noqa: F401  (the op families)
 from tapeflow import eager as _eager, graph as _graph  # noqa: F401
 from tapeflow import custom_gradient as _custom_gradient, testing as _testing  # noqa: F401
-from tapeflow import config, module as _module  # noqa: F401  (config: before compat, which copies its names)
+from tapeflow import config, module as _module, py_func as _py_func  # noqa: F401  (config: before compat)
 from tapeflow.framework.export import populate as _populate
 
 _populate(__name__)
 
 from tapeflow import mixed_precision  # noqa: E402,F401  (before compat: it exports compat.v1.mixed_precision)
 from tapeflow import optimizers, keras  # noqa: E402,F401  (after mixed_precision, before compat: compat.v1.train)
-from tapeflow import autodiff, bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, strings, test  # noqa: E402,F401
+from tapeflow import autodiff, bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, sparse, strings, test  # noqa: E402,F401
+from tapeflow import autograph  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

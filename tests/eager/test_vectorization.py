@@ -328,3 +328,62 @@ def test_batch_jacobian_of_tanh_layer(use_pfor, mode):
             return tape.batch_jacobian(y, x, experimental_use_pfor=use_pfor)
         return (tf.function(jac) if mode == "function" else jac)(tf.constant(w), tf.constant(x))
     same(prog, rtol=1e-5, atol=1e-6)
+
+
+# -- nested vectorization and control flow ------------------------------------------------------
+
+_NESTED = np.arange(24, dtype=np.float32).reshape(2, 4, 3) / 8 - 1
+
+
+@pytest.mark.parametrize("mode", ["eager", "function", "unknown_batch"])
+@pytest.mark.parametrize("case", ["cond", "while"])
+def test_control_flow_in_nested_vectorized_maps(case, mode):
+    # Predicates batched at both levels (Note [nested vectorized control flow]).  TensorFlow 2.21
+    # fails on the nested while loop (TensorListGetItem): checked against a loop over the
+    # examples, itself checked against TensorFlow.
+    def inner(tf, s, r):
+        if case == "cond":
+            return tf.cond(s[0] > r[1], lambda: s * r[0], lambda: s - r[2])
+        return tf.while_loop(lambda v: tf.reduce_sum(v) < 4.0 + r[0], lambda v: [v * 1.5 + 0.5], [s])[0]
+
+    def prog(tf):
+        run = lambda x: tf.vectorized_map(lambda r2: tf.vectorized_map(lambda s: inner(tf, s, r2[0]), r2), x)
+        if mode == "function":
+            run = tf.function(run)
+        elif mode == "unknown_batch":
+            run = tf.function(run, input_signature=[tf.TensorSpec([None, None, 3])])
+        return run(tf.constant(_NESTED))
+    if case == "cond":
+        same(prog, rtol=1e-6)
+    loop = same(lambda tf: tf.stack([tf.stack([inner(tf, tf.constant(s), tf.constant(r2[0])) for s in r2])
+                                     for r2 in _NESTED]), rtol=1e-6)
+    np.testing.assert_allclose(prog(tapeflow).numpy(), loop.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_while_loop_with_a_shared_condition_and_per_example_gradients(mode):
+    # the condition does not differ per example: one loop over the batched body
+    def prog(tf):
+        def per_example(r):
+            with tf.GradientTape() as tape:
+                tape.watch(r)
+                _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, tf.tanh(y * r + 0.1)), (0, r))
+            return y, tape.gradient(y, r)
+        run = lambda x: tf.vectorized_map(per_example, x)
+        return (tf.function(run) if mode == "function" else run)(tf.constant(_X))
+    same(prog, rtol=1e-6)
+
+
+def test_tensor_array_runs_through_the_fallback():
+    # TensorArray list ops have no batching rule (test_batching_coverage.py): correct values, a warning
+    tf = tapeflow
+
+    @tf.function
+    def squares(x):
+        ta = tf.TensorArray(x.dtype, size=3)
+        _, ta = tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, x[i] * x[i])), (0, ta))
+        return ta.stack()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = tf.vectorized_map(squares, tf.constant(_X))
+    np.testing.assert_allclose(got.numpy(), _X ** 2)

@@ -12,6 +12,10 @@ NO_BATCH_RULE = {
     "ReadVariableOp": "its one input is a Variable, never batched (the value read is shared by every example)",
     "StringSplitV2": "the output's length depends on the value: the fallback splits each example's string",
     "NonFiniteReport": "a host op reporting a rejected training step (mixed precision), not vectorized code",
+    "SparseReduceSumSparse": "its output's number of entries depends on the indices: the fallback runs it "
+                             "per example",
+    "EagerPyFunc": "tf.py_function runs Python on one example's values: the fallback calls it once per example "
+                   "(TensorFlow's pfor falls back to a loop for it too)",
     # A batch of TensorArrays is a batch of lists (the fallback loop's per-example lists): no op
     # works on stacked lists, and a TensorArray in vectorized code is written example by example.
     **{t: "TensorArray list ops: a batch of lists runs through the fallback, one list per example"

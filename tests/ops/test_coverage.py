@@ -23,11 +23,18 @@ COVERED_ELSEWHERE = {
     "NoOp": "tests/graph/test_function_variables.py: TF1 variable initializers",
     "Const": "tests/graph: folded into plans, its kernel never runs",
     "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing",
+    "PlaceholderWithDefault": "tests/test_compat_v1.py: fed and defaulted in TF1 sessions, against TensorFlow",
     "Rank": "tests/graph/test_unknown_rank.py: tf.rank of a graph tensor of unknown rank (else a constant)",
     # String ops: no float inputs for a spec row to sample, nothing to differentiate.
     **{t: "tests/ops/test_string_ops.py: differential tests against TensorFlow, eager and in tf.function"
        for t in ("StringJoin", "StringLength", "StringUpper", "StringLower", "AsString", "StringToNumber",
                  "StringSplitV2")},
+    **{t: "tests/test_print.py: tf.print and tf.strings.format against TensorFlow, eager, in tf.function, "
+          "in control flow and in TF1 sessions" for t in ("StringFormat", "PrintV2")},
+    "SparseReduceSumSparse": "tests/ops/test_sparse_ops.py: tf.sparse.reduce_sum(output_is_sparse=True) against "
+                             "TensorFlow (not differentiable, as TensorFlow's)",
+    "EagerPyFunc": "tests/test_py_func.py: tf.py_function against TensorFlow (its Python function decides "
+                   "what it computes; gradients eagerly, in tf.function and by tf.gradients)",
 }
 
 

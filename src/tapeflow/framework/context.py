@@ -65,6 +65,19 @@ def executing_eagerly_outside_functions():
     return all(g.building_function for g in state.graphs)
 
 
+def default_session(action, with_, fix):
+    """The innermost default session (graph/session.py), for `Tensor.eval` and `Operation.run`.
+
+    Raises:
+      ValueError: there is none; the message says how to `action` (`with_` or `fix`).
+    """
+    sessions = state.scopes.get("sessions")
+    if not sessions:
+        raise ValueError(f"Cannot {action}: No default session is registered. Use `{with_}` or pass an explicit "
+                         f"session to `{fix}`")
+    return sessions[-1]
+
+
 @contextlib.contextmanager
 def eager_mode():
     """Runs ops eagerly inside, even while a graph is being built (variable initial values)."""

@@ -30,5 +30,9 @@ class Meta:
 
     nbytes = 0      # no array behind it: never worth a stand-in (Note [saved inputs])
 
+    def __array__(self, dtype=None, copy=None):
+        # no values: a kernel run on one fails, and the op reports a graph tensor out of its graph
+        raise TypeError(f"{self!r} describes a graph tensor and holds no values.")
+
     def __repr__(self):
         return f"Meta({self.shape}, {self.dtype})"

@@ -366,6 +366,9 @@ def execute(op_, inputs, attrs):
         if state.graphs and type(e) is ValueError:     # computed while a graph is built: a shape
             raise ValueError(f"{e} [Op:{op_.type}]") from None      # check, ValueError as in TF's builder
         raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except (TypeError, AttributeError):
+        _check_escaped(inputs)
+        raise
     if op_.num_outputs == 1:
         result = Tensor(out)
         if state.tapes:
@@ -375,6 +378,16 @@ def execute(op_, inputs, attrs):
     if state.tapes:
         record(op_, inputs, result, attrs)
     return result
+
+
+def _check_escaped(inputs):
+    """A graph tensor reaching a kernel left its graph (kept from a tf.function's trace, or
+    a TF1 graph's tensor used eagerly): TypeError, as TensorFlow's."""
+    for t in inputs:
+        if t._is_symbolic:
+            raise TypeError(f"{t!r} is out of scope and cannot be used here. Use return values, explicit Python "
+                            "locals or TensorFlow collections to access it.\nPlease see https://www.tensorflow.org/"
+                            "guide/function#all_outputs_of_a_tffunction_must_be_return_values for more information.")
 
 
 def execute_unary(op_, x):

@@ -9,9 +9,10 @@ tensors.  The shape itself is None when even the rank is unknown (Note
 
 import numpy as np
 
+from tapeflow.framework.context import default_session
 from tapeflow.framework.meta import Meta  # noqa: F401  (ops reach it here too)
 from tapeflow.framework.op_def import op
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import Tensor, uses_equality
 from tapeflow.framework.tensor_shape import TensorShape
 
 
@@ -53,17 +54,36 @@ class SymbolicTensor(Tensor):
         if merged.rank is not None:
             self._value = Meta(tuple(merged.as_list()), self._value.dtype)   # Metas may be shared: replaced
 
+    @property
     def numpy(self):
-        raise NotImplementedError(
-            f"Cannot convert symbolic tensor {self.name} to a NumPy array: it has no value while the graph "
-            "is being built. Return it from the tf.function (or fetch it with Session.run) instead.")
+        # TensorFlow's graph tensors have no `numpy` attribute: AttributeError, as there
+        raise AttributeError(
+            f"'SymbolicTensor' object has no attribute 'numpy': {self.name} is a graph tensor, with no value "
+            "while the graph is built. Return it from the tf.function, or fetch it with Session.run / .eval().")
+
+    def eval(self, feed_dict=None, session=None):
+        """The tensor's value computed by `session` or the default session (TF1 `Tensor.eval`).
+
+        Raises:
+          ValueError: no session is given and none is the default.
+        """
+        session = session or default_session("evaluate tensor using `eval()`", "with sess.as_default()", "eval(session=sess)")
+        return session.run(self, feed_dict)
 
     def __array__(self, dtype=None, copy=None):
-        self.numpy()
+        raise NotImplementedError(
+            f"Cannot convert a symbolic tf.Tensor ({self.name}) to a numpy array. This error may indicate that "
+            "you're trying to pass a Tensor to a NumPy call, which is not supported.")
 
     def __bool__(self):
         raise TypeError(f"Using a symbolic tf.Tensor ({self.name}) as a Python `bool` is not allowed: "
                         "use tf.cond for data-dependent control flow.")
+
+    def __float__(self):
+        raise TypeError("float() argument must be a string or a real number, not 'SymbolicTensor'")
+
+    def __int__(self):
+        raise TypeError("int() argument must be a string, a bytes-like object or a real number, not 'SymbolicTensor'")
 
     def __len__(self):
         n = self._value.shape[0] if self._value.shape else None
@@ -79,18 +99,20 @@ class SymbolicTensor(Tensor):
     def __reduce__(self):
         raise TypeError("Symbolic tensors cannot be pickled.")
 
-    # TF1 graphs compare and hash tensors by identity (feed_dict keys); inside
-    # tf.function `==` is elementwise like eager tensors.
+    # Note [tensor equality] in framework/tensor.py: TF1 graphs compare and hash tensors by
+    # identity (feed_dict keys); inside tf.function `==` is elementwise like eager tensors.
     def __hash__(self):
+        if Tensor._USE_EQUALITY and self._op.graph.building_function:
+            raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
         return id(self)
 
     def __eq__(self, other):
-        if self._op.graph.building_function:
+        if uses_equality(self):
             return Tensor.__eq__(self, other)
         return self is other
 
     def __ne__(self, other):
-        if self._op.graph.building_function:
+        if uses_equality(self):
             return Tensor.__ne__(self, other)
         return self is not other
 

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.context import state
+from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
 
@@ -80,6 +80,14 @@ class Tensor:
 
     experimental_ref = ref
 
+    def eval(self, feed_dict=None, session=None):
+        """TF1's `Tensor.eval`: an eager tensor has its value already (NotImplementedError, as
+        TensorFlow's); one made while a TF1 graph is built is a constant, its value returned."""
+        if not state.graphs:
+            raise NotImplementedError("eval is not supported when eager execution is enabled, is .numpy() what "
+                                      "you're looking for?")
+        return self.numpy()
+
     # -- Python protocols ----------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         value = np.asarray(self._value)
@@ -109,7 +117,10 @@ class Tensor:
             raise TypeError(f"Only integer scalar tensors can be used as an index, got {self.dtype.name}{list(self._value.shape)}.")
         return int(self._value)
 
-    __hash__ = None
+    _USE_EQUALITY = True        # Note [tensor equality]
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
 
     def __copy__(self):
         return self
@@ -137,6 +148,49 @@ class Tensor:
         if self._is_symbolic or self._is_batched:
             return object.__format__(self, format_spec)
         return self.numpy().__format__(format_spec)
+
+
+# Note [tensor equality]: TF2 compares tensors elementwise (`t == 1.0` is a bool
+# tensor), so they are unhashable; TF1 graphs compared them by identity and
+# used them as dict keys (feed_dict).  As TensorFlow's, the choice is made per
+# comparison (`uses_equality`): elementwise only while `Tensor._USE_EQUALITY`
+# holds (tf.compat.v1.disable_tensor_equality clears it) and no TF1 graph is
+# being built (executing_eagerly_outside_functions), and for a graph tensor only
+# inside a function.  Hashes follow: eager tensors never hash, graph tensors hash
+# by identity unless compared elementwise, variables unless they would be.
+
+def uses_equality(t):
+    """Whether `t == other` compares elementwise (Note [tensor equality])."""
+    if not Tensor._USE_EQUALITY or not executing_eagerly_outside_functions():
+        return False
+    return not t._is_symbolic or t.graph.building_function
+
+
+@tf_export("compat.v1.enable_tensor_equality")
+def enable_tensor_equality():
+    """Compares tensors and variables elementwise with `==` (TF2's default; they are unhashable).
+
+    >>> import tapeflow as tf
+    >>> tf.compat.v1.enable_tensor_equality()
+    >>> (tf.constant([1, 2]) == 1).numpy()
+    array([ True, False])
+    """
+    Tensor._USE_EQUALITY = True
+
+
+@tf_export("compat.v1.disable_tensor_equality")
+def disable_tensor_equality():
+    """Compares tensors and variables by identity with `==`, as TF1 (variables and graph
+    tensors become hashable; Note [tensor equality]).
+
+    >>> import tapeflow as tf
+    >>> t = tf.constant([1, 2])
+    >>> tf.compat.v1.disable_tensor_equality()
+    >>> t == t, t == tf.constant([1, 2])
+    (True, False)
+    >>> tf.compat.v1.enable_tensor_equality()
+    """
+    Tensor._USE_EQUALITY = False
 
 
 def _shape_str(shape):
@@ -272,8 +326,8 @@ def _convert_python(value, dtype):
     arr = _infer_python(value, direct)
     if dtype is not None and arr.dtype != dtype._np:
         src, dst = arr.dtype.kind, dtype._np.kind
-        lossy = (src == "f" and dst in "iub") or (src == "c" and dst != "c") or (src in "iu" and dst == "b") or (
-            src == "b" and direct is None) or "T" in (src, dst) and arr.size      # Note [Python integers]
+        lossy = arr.size and ((src == "f" and dst in "iub") or (src == "c" and dst != "c") or (
+            src in "iu" and dst == "b") or (src == "b" and direct is None) or "T" in (src, dst))  # Note [Python integers]
         if lossy:
             raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
         arr = arr.astype(dtype._np)
@@ -581,5 +635,5 @@ def _refuse_tensors(value):
 
 @tf_export("is_tensor")
 def is_tensor(x):
-    """True for tapeflow tensors and tensor-like objects (Variables, IndexedSlices)."""
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+    """True for tapeflow tensors and tensor-like objects (Variables, IndexedSlices, SparseTensors)."""
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor") or getattr(x, "_is_composite_tensor", False)

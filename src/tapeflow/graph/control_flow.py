@@ -174,6 +174,8 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
         raise TypeError("true_fn and false_fn must be callable.")
     if not state.graphs:
         if _vectorized(pred):
+            if len(state.vmaps) > 1:                     # Note [nested vectorized control flow]
+                return _select(pred, true_fn(), false_fn())
             return _traced(lambda: cond(pred, true_fn, false_fn))
         return true_fn() if bool(pred) else false_fn()
     if isinstance(pred, bool):
@@ -211,6 +213,17 @@ def _check_dtypes(a, b):
                         f"{a.dtype.name} and {b.dtype.name}.")
 
 
+def _select(pred, then_out, else_out):
+    """Each example's values from the branch it takes, both branches having run on all."""
+    _check_branches(then_out, else_out)
+    picked = []
+    for a, b in zip(nest.flatten(then_out), nest.flatten(else_out)):
+        a, b = convert_to_tensor(a), convert_to_tensor(b)
+        _check_dtypes(a, b)
+        picked.append(math_ops.where(pred, a, b))
+    return nest.pack_sequence_as(then_out, picked)
+
+
 def _traced(fn):
     """`fn()`, control flow on values that differ per example run eagerly inside a vectorized
     function, traced into a function and called, as TensorFlow's vectorized_map traces its
@@ -231,12 +244,13 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     # does; a branch then never sees the examples it would fail on (or give NaN gradients for).
     pred, captured, flags = xs[0], xs[1:1 + n_caps], batched[1:1 + n_caps]
 
-    def branch(f, positions, rows=None):
+    def branch(f, positions, rows=None, traced=False):
         def run():
             caps, used = [captured[p] for p in positions], [flags[p] for p in positions]
-            if rows is None:                            # traced by cond: capture what it uses
-                caps, count = _own(caps), batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
-            else:                                       # only the examples in `rows`
+            count = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+            if traced:                                  # traced by cond: capture what it uses
+                caps = _own(caps)
+            elif rows is not None:                      # only the examples in `rows`
                 caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
                 count = array_ops.shape(rows)[0]
             outs, out_batched = batching.run_vectorized(lambda args: run_body(f, args), caps, used)
@@ -244,7 +258,10 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
         return run
 
     if not batched[0]:
-        return tuple(cond(pred, branch(then_f, then_caps), branch(else_f, else_caps))), True
+        return tuple(cond(pred, branch(then_f, then_caps, traced=True), branch(else_f, else_caps, traced=True))), True
+    if any(x._is_batched for x in xs):                 # Note [nested vectorized control flow]
+        return tuple(math_ops.where(*batching.align_ranks([pred, a, b], (True, True, True)))
+                     for a, b in zip(branch(then_f, then_caps)(), branch(else_f, else_caps)())), True
     taken, other = array_ops.where_indices(pred), array_ops.where_indices(math_ops.logical_not(pred))
     a = branch(then_f, then_caps, array_ops.reshape(taken, [-1]))()
     b = branch(else_f, else_caps, array_ops.reshape(other, [-1]))()
@@ -347,18 +364,28 @@ def _eager_loop(cond, body, loop_vars, packed, single, maximum_iterations):
     count = 0
     while limit is None or count < limit:
         going = cond(*packed)
-        if _vectorized(going):                 # examples stop at different steps: the While rule's loop
+        per_example = _vectorized(going)       # examples stop at different steps: the While rule's loop
+        if per_example and len(state.vmaps) == 1:
             rest = None if limit is None else limit - count
             return _traced(lambda: while_loop(cond, body, packed[0] if single else packed, maximum_iterations=rest))
-        if not bool(going):
+        if not (_any_example(going) if per_example else bool(going)):
             break
         out = body(*packed)
         if single:
             out = [out]
         nest.assert_same_structure(list(packed), list(out))
+        if per_example:                        # Note [nested vectorized control flow]
+            out = nest.map_structure(lambda new, old: math_ops.where(going, new, old), list(out), list(packed))
         packed = type(packed)(out) if isinstance(packed, (list, tuple)) else out
         count += 1
     return packed[0] if single else packed
+
+
+def _any_example(going):
+    """Whether a batched predicate holds for some example (eagerly)."""
+    while going._is_batched:
+        going = going._stacked
+    return bool(math_ops.reduce_any(going))
 
 
 def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations, raw=False):
@@ -411,53 +438,140 @@ def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, m
 
 @_while.def_batch
 def _while_batch(xs, batched, cond_f, body_f, n, cond_caps, body_caps, n_caps, keep_history):
-    # Note [functions in vectorized code]: one loop over the whole batch that runs while some
-    # example's condition holds.  Each step runs the body (then the condition) on the examples
-    # still running only, gathered and scattered back, as TensorFlow's pfor does: the others
-    # keep their values, so a body that would fail past an example's end (an index out of
-    # range) never sees them.  Each example counts its own iterations, so the histories and
+    # Note [vectorized while loops]: as TensorFlow's pfor, first find which loop variables
+    # differ per example (those batched on entry, and those the body makes batched, to a
+    # fixed point).  When the condition then does not, every example runs the same steps:
+    # one loop over the batched body, the other variables left as they are.  Otherwise one
+    # loop runs while some example's condition holds, each step running the body (then the
+    # condition) on the examples still running only, gathered and scattered back: the others
+    # keep their values, and a body that would fail past an example's end (an index out of
+    # range) never sees them.  Each example counts its own steps, so the histories and
     # counts feed the loop's gradient as that example's own loop would.
+    #
+    # Note [nested vectorized control flow]: gathering the examples of one level is not
+    # vectorizable at an outer one (Where has a size that depends on the values).  So when a
+    # rule's inputs are batched at an outer level too (nested vectorized maps), or an eager
+    # tf.cond/while_loop meets a batched predicate under nested levels, If runs both branches
+    # on every example and picks with `where`, and the loop runs the body on every example,
+    # those done keeping their values with `where`: the same values, but a branch or body
+    # also runs where its example does not take it (an error there, or a NaN gradient, shows).
     if batched[0]:
         raise batching.NotBatchable                     # an iteration limit per example
-    max_iter, captured, flags = xs[0], xs[1 + n:1 + n + n_caps], list(batched[1 + n:1 + n + n_caps])
+    loop = _VectorizedLoop(xs, batched, cond_f, body_f, n, cond_caps, body_caps, n_caps)
+    if not loop.per_example_condition():
+        return loop.uniform(keep_history)
     if any(v._value.dtype == object for v in xs[1:1 + n]):
         raise batching.NotBatchable                     # TensorArray flows: not gathered per example
-    size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+    return loop.per_example(keep_history)
 
-    def vectorized(fn, vs, caps, count):
-        outs, out_batched = batching.run_vectorized(fn, list(vs) + list(caps), [True] * n + flags)
-        return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
 
-    def going(args):
-        return run_body(cond_f, args[:n] + [args[n + p] for p in cond_caps])
+class _VectorizedLoop:
+    """The While rule's two loops (Note [vectorized while loops])."""
 
-    def step(args):
-        new = run_body(body_f, args[:n] + [args[n + p] for p in body_caps])
-        return going(new + args[n:]) + new
+    def __init__(self, xs, batched, cond_f, body_f, n, cond_caps, body_caps, n_caps):
+        self.max_iter, self.n, self.cond_f, self.body_f = xs[0], n, cond_f, body_f
+        self.cond_caps, self.body_caps = cond_caps, body_caps
+        self.loop_vars, self.entering = list(xs[1:1 + n]), list(batched[1:1 + n])
+        self.captured, self.cap_flags = xs[1 + n:1 + n + n_caps], list(batched[1 + n:1 + n + n_caps])
+        self.size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        self.static = self.size if isinstance(self.size, int) else None
+        self.nested = any(x._is_batched for x in xs)     # batched at an outer level too
+        self.flags = self._differing()
 
-    def body(*carry):
-        vs, active, counts = carry[:n], carry[n], carry[n + 1]
-        rows = array_ops.where_indices(active)                       # [k, 1]: the examples still running
-        at = array_ops.reshape(rows, [-1])
-        caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(captured), flags)]
-        still, *new = vectorized(step, [scatter_ops.gather(v, at) for v in vs], caps, array_ops.shape(at)[0])
-        vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
-        active = scatter_ops.tensor_scatter_nd_update(math_ops.zeros_like(active), rows, still)
-        return vs + [active, counts + math_ops.cast(carry[n], dtypes.int32)]
+    def going(self, args):
+        return run_body(self.cond_f, args[:self.n] + [args[self.n + p] for p in self.cond_caps])
 
-    stacked = batching.stacked_all(xs[1:1 + n], batched[1:1 + n], size)
-    (active,) = vectorized(going, stacked, captured, size)
-    static = size if isinstance(size, int) else None
-    invariants = [_stacked_shape(static, p._value.shape) for p in body_f.graph.inputs]
-    invariants += [TensorShape([static]), TensorShape([static])]
-    counts = batching.broadcast_batch(Tensor(np.int32(0)), size)
-    outs = _graph_loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts], False,
-                       stacked + [active, counts], invariants, keep_history, max_iter, raw=True)
-    histories = []
-    if keep_history:                                    # [steps, B, ...] -> each example's [steps, ...]
-        for h in outs[n + 2:2 * n + 2]:
-            histories.append(array_ops.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))))
-    return tuple(outs[:n]) + tuple(histories) + (outs[n + 1],), True
+    def body(self, args):
+        return run_body(self.body_f, args[:self.n] + [args[self.n + p] for p in self.body_caps])
+
+    def run(self, fn, vs, flags, caps=None):
+        """fn on loop values `vs` (stacked where `flags`) and the captures, in a new level."""
+        caps = _own(self.captured) if caps is None else caps
+        return batching.run_vectorized(fn, list(vs) + list(caps), list(flags) + self.cap_flags)
+
+    def _trial(self, fn, f, flags):
+        """Which outputs of `fn` (running function `f`) are batched for loop values batched where `flags`."""
+        trial = FuncGraph("while_batching", outer_graph=state.graphs[-1])
+        with batching.per_example_trace(), trial.as_default():
+            args = [trial._new_placeholder(self._shape(p, b), p._value.dtype, "arg") for p, b in zip(f.graph.inputs, flags)]
+            return self.run(fn, args, flags)[1]
+
+    def _shape(self, placeholder, batched):
+        return _stacked_shape(self.static, placeholder._value.shape) if batched else TensorShape(placeholder._value.shape)
+
+    def _differing(self):
+        """Which loop variables differ per example: a fixed point over traces of the body."""
+        flags = list(self.entering)
+        while True:
+            grown = [f or b for f, b in zip(flags, self._trial(self.body, self.body_f, flags))]
+            if grown == flags:
+                return flags
+            flags = grown
+
+    def per_example_condition(self):
+        return self._trial(self.going, self.cond_f, self.flags)[0]
+
+    def _loop(self, cond, body, start, flags, keep_history):
+        invariants = [self._shape(p, f) for p, f in zip(self.body_f.graph.inputs, flags)]
+        invariants += [TensorShape([self.static])] * (len(start) - self.n)       # per-example state
+        return _graph_loop(cond, body, start, False, start, invariants, keep_history, self.max_iter, raw=True)
+
+    def _result(self, outs, flags, keep_history, count, count_batched):
+        """The original op's outputs: loop variables, [histories,] iteration count."""
+        n, histories = self.n, ()
+        if keep_history:                                # [steps, B, ...] -> each example's [steps, ...]
+            histories = tuple(array_ops.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))) if f else h
+                              for h, f in zip(outs[len(outs) // 2:len(outs) // 2 + n], flags))
+        return (tuple(outs[:n]) + histories + (count,),
+                tuple(flags[:n]) + (tuple(flags[:n]) if keep_history else ()) + (count_batched,))
+
+    def uniform(self, keep_history):
+        """Every example runs the same steps: one loop of the batched body."""
+        flags = self.flags
+
+        def body(*vs):
+            outs, out_batched = self.run(self.body, vs, flags)
+            return [batching.broadcast_batch(o, self.size) if f and not b else o
+                    for o, b, f in zip(outs, out_batched, flags)]
+        start = [batching.broadcast_batch(v, self.size) if f and not b else v
+                 for v, f, b in zip(self.loop_vars, flags, self.entering)]
+        outs = self._loop(lambda *vs: self.run(self.going, vs, flags)[0][0], body, start, flags, keep_history)
+        return self._result(outs, flags, keep_history, outs[-1], False)
+
+    def per_example(self, keep_history):
+        """Examples stop at different steps: each step runs those still going."""
+        n, size, every = self.n, self.size, [True] * self.n
+
+        def step(args):
+            new = self.body(args)
+            return self.going(new + args[n:]) + new
+
+        def body(*carry):
+            vs, active, counts = carry[:n], carry[n], carry[n + 1]
+            if self.nested:                             # Note [nested vectorized control flow]
+                still, *new = _all_stacked(*self.run(step, vs, every), size)
+                vs = [math_ops.where(*batching.align_ranks([active, u, v], (True, True, True)))
+                      for u, v in zip(new, vs)]
+                return vs + [math_ops.logical_and(active, still), counts + math_ops.cast(active, dtypes.int32)]
+            rows = array_ops.where_indices(active)                   # [k, 1]: the examples still going
+            at = array_ops.reshape(rows, [-1])
+            caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(self.captured), self.cap_flags)]
+            outs, out_batched = self.run(step, [scatter_ops.gather(v, at) for v in vs], every, caps)
+            still, *new = _all_stacked(outs, out_batched, array_ops.shape(at)[0])
+            vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
+            active = scatter_ops.tensor_scatter_nd_update(math_ops.zeros_like(active), rows, still)
+            return vs + [active, counts + math_ops.cast(carry[n], dtypes.int32)]
+
+        stacked = batching.stacked_all(self.loop_vars, self.entering, size)
+        (active,) = _all_stacked(*self.run(self.going, stacked, every), size)
+        counts = batching.broadcast_batch(Tensor(np.int32(0)), size)
+        outs = self._loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts],
+                          every, keep_history)
+        return self._result(outs, every, keep_history, outs[n + 1], True)
+
+
+def _all_stacked(outs, out_batched, count):
+    return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
 
 
 def _stacked_shape(size, shape):

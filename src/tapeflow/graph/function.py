@@ -380,7 +380,10 @@ def run_body(function, inputs, side_values=None, export=False):
         mapping.update((s._id, v) for s, v in zip(function._side_feeds, side_values, strict=True))
     fetches = function._flat_tensor_outputs + (function._side_tensors() if export else [])
     for fop in _body_ops(function, fetches, mapping):
-        args = [mapping.get(t._id, t) if isinstance(t, SymbolicTensor) else t for t in fop.inputs]
+        for t in fop.inputs:        # the body's own constants stay constants (not captures of this graph)
+            if type(t) is Tensor and t._id not in mapping:
+                mapping[t._id] = const(graph, t)
+        args = [mapping.get(t._id, t) if isinstance(t, (SymbolicTensor, Tensor)) else t for t in fop.inputs]
         if any(a._is_batched for a in args):
             result = state.vmaps[-1].apply(fop.op_def, args, fop.attrs)
         elif fop.op_def in random_ops.DRAWS_PER_EXAMPLE:     # each example draws its own numbers
@@ -445,6 +448,7 @@ class Function:
     def __init__(self, python_function, input_signature=None, autograph=True, jit_compile=None,
                  reduce_retracing=False, experimental_relax_shapes=None, name=None, **unused):
         self._python_function = python_function
+        self._autograph = autograph     # convert Python control flow on tensors (graph/autograph/)
         self._input_signature = None if input_signature is None else list(input_signature)
         self._cache = {}
         self._name = name or getattr(python_function, "__name__", "function")
@@ -468,7 +472,7 @@ class Function:
         bound = self._descriptor_cache.get(instance)
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._input_signature,
-                             name=self._name)
+                             name=self._name, autograph=self._autograph)
             self._descriptor_cache[instance] = bound
         return bound
 
@@ -572,7 +576,11 @@ class Function:
                 else:
                     new_flat.append(value)
             new_args, new_kwargs = nest.pack_sequence_as((args, kwargs), new_flat)
-            result = self._python_function(*new_args, **new_kwargs)
+            if self._autograph:
+                from tapeflow.graph.autograph import conversion     # imports control_flow, which imports us
+                result = conversion.call_converted(self._python_function, new_args, new_kwargs)
+            else:
+                result = self._python_function(*new_args, **new_kwargs)
             split = _split_slices(result)
             flat_out = nest.flatten(split)
             flat_out = [self._output(graph, o) for o in flat_out]

@@ -14,7 +14,7 @@ kernel runs while a graph is built.
 import contextlib
 import re
 
-from tapeflow.framework.context import state
+from tapeflow.framework.context import default_session, state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import _next_id
 from tapeflow.framework.symbolic import (  # noqa: F401  (graph code and tests reach them here too)
@@ -64,6 +64,15 @@ class Operation:
     @property
     def out_specs(self):
         return [(t._value.shape, t._value.dtype) for t in self.outputs]
+
+    def run(self, feed_dict=None, session=None):
+        """Runs this op in `session` or the default session (TF1 `Operation.run`); returns None.
+
+        Raises:
+          ValueError: no session is given and none is the default.
+        """
+        session = session or default_session("execute operation using `run()`", "with sess.as_default():", "run(session=sess)")
+        session.run(self, feed_dict)
 
     def get_attr(self, name):
         try:
@@ -263,12 +272,6 @@ class Graph:
         pass
 
 
-
-
-@tf_export("compat.v1.get_default_graph")
-def get_default_graph():
-    """The innermost default graph; None while executing eagerly."""
-    return state.graphs[-1] if state.graphs else None
 
 
 def is_symbolic(t):

@@ -6,17 +6,20 @@ runs and kept by the Session between runs (Note [graph variables] in
 ops/variables.py).
 """
 
+import contextlib
+
 import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import op
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, _UnreadVariable, graph_variables
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.graph import Meta, Operation, SymbolicTensor
+from tapeflow.graph.default_graph import get_default_graph
 from tapeflow.framework.export import tf_export
 
 
@@ -48,6 +51,56 @@ def placeholder(dtype, shape=None, name=None):
                             metas=[Meta(dims, dtype._np)], name=name or "Placeholder")
 
 
+def _with_default_shape(x, dtype, shape):
+    return [Meta(shape, x.dtype)]
+
+
+@op("PlaceholderWithDefault", same_dtype=False, shape=_with_default_shape, unknown_rank=True)
+def _placeholder_with_default(x, dtype, shape):
+    return x
+
+
+@_placeholder_with_default.def_grad(reads_inputs=False)
+def _placeholder_with_default_grad(op, dy):
+    return dy                                            # the default passes through: d x = dy
+
+
+@tf_export("compat.v1.placeholder_with_default", names_op=False)
+def placeholder_with_default(input, shape, name=None):  # noqa: A002
+    """A graph input that is `input` unless a value is fed for it (TF1).
+
+    Args:
+      input: the default value (a tensor or anything `convert_to_tensor` takes).
+      shape: the static shape of the result: `input`'s or less specific ([None]).
+      name: the op's name (graph mode).
+
+    Returns:
+      A tensor of `shape`; executing eagerly, `input` itself as a tensor.
+
+    Raises:
+      ValueError: `shape` is not compatible with `input`'s shape.
+
+    >>> import tapeflow as tf
+    >>> with tf.Graph().as_default():
+    ...     x = tf.compat.v1.placeholder_with_default([1.0, 2.0], shape=[None])
+    ...     y = x * 2.0
+    ...     sess = tf.compat.v1.Session()
+    ...     x.shape, sess.run(y), sess.run(y, {x: [3.0]})
+    (TensorShape([None]), array([2., 4.], dtype=float32), array([6.], dtype=float32))
+    """
+    t = convert_to_tensor(input)
+    declared = TensorShape(shape)
+    if not declared.is_compatible_with(t.shape):
+        raise ValueError(f"Dimensions must be compatible: the shape of `input` {t.shape} is not compatible with "
+                         f"the `shape` argument {declared} of placeholder_with_default.")
+    if not state.graphs:
+        return t
+    graph = state.graphs[-1]
+    dims = None if declared.rank is None else tuple(declared.as_list())
+    return graph._create_op(_placeholder_with_default, [t], {"dtype": t.dtype._np, "shape": dims},
+                            metas=[Meta(dims, t._value.dtype)], name=name or "PlaceholderWithDefault")
+
+
 @op("NoOp", same_dtype=False, num_outputs=-1, shape=lambda **attrs: [], differentiable=False)
 def _no_op():
     return ()
@@ -65,18 +118,60 @@ def group_ops(ops, name):
     return graph._ops[-1]
 
 
-@tf_export("compat.v1.variables_initializer")
+@tf_export("group", names_op=False)
+def group(*inputs, name=None):
+    """An op that runs `inputs` (ops, tensors, nested lists of them) when it runs, in a
+    graph; None executing eagerly, where everything ran already.
+
+    >>> import tapeflow as tf
+    >>> with tf.Graph().as_default():
+    ...     v = tf.Variable(1.0)
+    ...     step = tf.group(v.assign_add(1.0), v.assign_add(2.0))
+    ...     sess = tf.compat.v1.Session()
+    ...     _ = sess.run(v.initializer)
+    ...     _ = sess.run(step)
+    ...     float(sess.run(v))
+    4.0
+    """
+    return group_ops([x for x in nest.flatten(list(inputs)) if x is not None], name or "group_deps")
+
+
+@tf_export("no_op", names_op=False)
+def no_op(name=None):
+    """An op doing nothing (a target for control dependencies); None executing eagerly.
+
+    >>> import tapeflow as tf
+    >>> tf.no_op() is None
+    True
+    """
+    return group_ops([], name)
+
+
+@tf_export("compat.v1.variables_initializer", "compat.v1.initializers.variables")
 def variables_initializer(var_list, name="init"):
     """An op running the initializers of `var_list` (TF1; None while executing eagerly)."""
     return group_ops([v.initializer for v in var_list if v.initializer is not None], name)
 
 
-@tf_export("compat.v1.global_variables_initializer")
+@tf_export("compat.v1.global_variables_initializer", "compat.v1.initializers.global_variables")
 def global_variables_initializer():
     """An op running the initializers of all variables of the default graph (TF1)."""
     if not state.graphs:
         return None
     return variables_initializer(graph_variables(state.graphs[-1]))
+
+
+@tf_export("compat.v1.local_variables_initializer", "compat.v1.initializers.local_variables")
+def local_variables_initializer():
+    """An op initializing the local variables of the default graph (TF1).  tapeflow makes no
+    local variables (metrics' counters are TF1 locals), so it runs nothing; None eagerly."""
+    return group_ops([], "init")
+
+
+@tf_export("compat.v1.local_variables")
+def local_variables(scope=None):
+    """TF1's local-variables collection: always empty in tapeflow (see local_variables_initializer)."""
+    return []
 
 
 @tf_export("compat.v1.global_variables")
@@ -144,11 +239,7 @@ class Session:
     """
 
     def __init__(self, target="", graph=None, config=None):
-        if graph is None:
-            graph = state.graphs[-1] if state.graphs else None
-        if graph is None:
-            raise RuntimeError("Session needs a graph: create it inside `with graph.as_default():` or pass graph=.")
-        self.graph = graph
+        self.graph = get_default_graph() if graph is None else graph
         self._plans = {}
         self._closed = False
         self._variable_values = {}    # variable id -> its value in this session
@@ -214,14 +305,84 @@ class Session:
         self._closed = True
         self._variable_values = {}
 
+    @contextlib.contextmanager
+    def as_default(self):
+        """Makes this the default session inside: `Tensor.eval()` and `Operation.run()` use it.
+
+        >>> import tapeflow as tf
+        >>> g = tf.Graph()
+        >>> with g.as_default():
+        ...     y = tf.constant(2.0) * 3.0
+        >>> sess = tf.compat.v1.Session(graph=g)
+        >>> with sess.as_default():
+        ...     float(y.eval())
+        6.0
+        """
+        sessions = state.scopes.setdefault("sessions", [])
+        sessions.append(self)
+        try:
+            yield self
+        finally:
+            _remove_last(sessions, self)
+
     def __enter__(self):
-        self._default = self.graph.as_default()     # like TF, the session's graph is the default inside
-        self._default.__enter__()
+        self._entered = [self.graph.as_default(), self.as_default()]     # as TF: the default graph and session
+        for context in self._entered:
+            context.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._default.__exit__(*exc)
+        for context in reversed(self._entered):
+            context.__exit__(*exc)
         self.close()
+
+
+def _remove_last(stack, item):
+    """Removes the innermost `item` from `stack` (interactive sessions may close out of order)."""
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is item:
+            del stack[i]
+            return
+
+
+@tf_export("compat.v1.get_default_session")
+def get_default_session():
+    """The innermost default session of this thread (`Session.as_default`, `with Session()`,
+    `InteractiveSession`), or None.
+
+    >>> import tapeflow as tf
+    >>> tf.compat.v1.get_default_session() is None
+    True
+    """
+    sessions = state.scopes.get("sessions")
+    return sessions[-1] if sessions else None
+
+
+@tf_export("compat.v1.InteractiveSession")
+class InteractiveSession(Session):
+    """A Session that makes itself and its graph the defaults until it is closed, so
+    `Tensor.eval()` and `Operation.run()` need no session (TF1 `tf.InteractiveSession`).
+
+    >>> import tapeflow as tf
+    >>> g = tf.Graph()
+    >>> with g.as_default():
+    ...     sess = tf.compat.v1.InteractiveSession()
+    ...     y = tf.constant([1.0, 2.0]) * 2.0
+    ...     y.eval()
+    ...     sess.close()
+    array([2., 4.], dtype=float32)
+    """
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        state.graphs.append(self.graph)
+        state.scopes.setdefault("sessions", []).append(self)
+
+    def close(self):
+        if not self._closed:
+            _remove_last(state.graphs, self.graph)
+            _remove_last(state.scopes.get("sessions", []), self)
+        super().close()
 
 
 # -- TF1 names ------------------------------------------------------------------

@@ -32,6 +32,8 @@ see only the stacked computation.
 import sys
 import warnings
 
+import numpy as np
+
 from tapeflow.framework.context import state
 from tapeflow.framework.meta import Meta
 from tapeflow.framework.op_def import execute, record
@@ -276,6 +278,8 @@ def prepend(size, dims):
         return (size,) + tuple(dims)
     from tapeflow.ops import array_ops, math_ops
     from tapeflow.framework.tensor import convert_to_tensor
+    if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
+        dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
     dims = convert_to_tensor(dims, dtype_hint="int32")
     head = math_ops.cast(array_ops.reshape(size, [1]), dims.dtype)
     return array_ops.concat([head, dims], 0)

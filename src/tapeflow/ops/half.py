@@ -83,12 +83,11 @@ def round_to_float16(a):
     library, fp16_ieee_from_fp32_value.)
     """
     w = a.view(_U32)
-    twice = np.add(w, w)                                   # exponent in the top byte, sign dropped
-    bias = np.bitwise_and(twice, _U32(0xFF000000))
-    np.maximum(bias, _U32(0x71000000), out=bias)
-    bias >>= _U32(1)
+    bias = np.bitwise_and(w, _U32(0x7F800000))             # a's exponent bits
+    np.maximum(bias, _U32(0x38800000), out=bias)
     bias += _U32(0x07800000)
     base = np.abs(w.view(_F32))
+    nan = base.view(_U32).max(initial=0) > 0x7F800000
     with np.errstate(over="ignore", invalid="ignore"):     # invalid: signaling NaNs
         base *= np.float32(2.0 ** 112)
         base *= np.float32(2.0 ** -110)
@@ -98,10 +97,11 @@ def round_to_float16(a):
     out &= _U32(0x7C00)                                    # the float16 exponent
     bits &= _U32(0x0FFF)                                   # the mantissa (with a carry into the exponent)
     out += bits
-    np.putmask(out, twice > _U32(0xFF000000), _U32(0x7E00))    # NaN
-    np.right_shift(w, _U32(16), out=twice)
-    twice &= _U32(0x8000)                                  # the sign
-    out |= twice
+    if nan:
+        np.putmask(out, np.isnan(a), _U32(0x7E00))
+    sign = np.right_shift(w, _U32(16), out=bits)
+    sign &= _U32(0x8000)
+    out |= sign
     return out.astype(np.uint16).view(np.float16)
 
 

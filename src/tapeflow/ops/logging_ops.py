@@ -18,8 +18,9 @@ import pprint
 import sys
 
 import numpy as np
+import optree
 
-from tapeflow.framework import dtypes, nest
+from tapeflow.framework import dtypes, sparse_tensor
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
@@ -159,6 +160,12 @@ def _string_format(*inputs, template, placeholder, summarize):
     return np.array("".join(text), dtype=_STRING)
 
 
+@_string_format.def_batch
+def _string_format_batch(xs, batched, **attrs):
+    # as TensorFlow's pfor: the stacked values are formatted whole, batch axis included, into one string
+    return execute(_string_format, xs, attrs), False
+
+
 def _no_outputs(*inputs, **attrs):
     return []
 
@@ -166,7 +173,9 @@ def _no_outputs(*inputs, **attrs):
 @op("PrintV2", dtypes=(dtypes.string,), num_outputs=-1, stateful=True, shape=_no_outputs,
     differentiable=False)
 def _print(text, output_stream, end):
-    message = (str(text[()]) + end).encode("latin-1").decode("utf-8", errors="replace")
+    # (a vector of texts only from the batching rule: one per example, in order)
+    message = "".join(t + end for t in np.asarray(text).reshape(-1).tolist())
+    message = message.encode("latin-1").decode("utf-8", errors="replace")
     if output_stream in ("stdout", "stderr"):       # the streams of the moment (redirected ones too)
         stream = getattr(sys, output_stream)
         stream.write(message)
@@ -178,6 +187,12 @@ def _print(text, output_stream, end):
         level = {"log(info)": logging.INFO, "log(warning)": logging.WARNING}.get(output_stream, logging.ERROR)
         logging.getLogger("tapeflow").log(level, message[:-len(end)] if end else message)
     return ()
+
+
+@_print.def_batch
+def _print_batch(xs, batched, **attrs):
+    # a batched text (a string scalar printed alone): every example's, in order
+    return execute(_print, xs, attrs), ()
 
 
 @tf_export("strings.format")
@@ -245,17 +260,28 @@ def _stream_name(output_stream):
     return name
 
 
+def _leaves(structure):
+    """The leaves of `structure` in tf.nest order, SparseTensors among them (not their parts)."""
+    return optree.tree_leaves(structure, is_leaf=sparse_tensor.is_sparse, none_is_leaf=True, namespace="tapeflow")
+
+
+def _packed(structure, leaves):
+    spec = optree.tree_structure(structure, is_leaf=sparse_tensor.is_sparse, none_is_leaf=True,
+                                 namespace="tapeflow")
+    return optree.tree_unflatten(spec, leaves)
+
+
 def _template(inputs, sep):
     """(template, placeholder, tensors) of Note [print templates]."""
-    free = " ".join(pprint.pformat(nest.map_structure(lambda x: "" if is_tensor(x) else x, _sorted_dicts(i)))
-                    for i in inputs)
+    free = " ".join(pprint.pformat(_packed(i, ["" if is_tensor(x) else x for x in _leaves(i)]))
+                    for i in map(_sorted_dicts, inputs))
     placeholder = "{}"
     while placeholder in free:
         placeholder += str(len(placeholder) % 10)
     tensors, templates = [], []
     for item in inputs:
         marks = []
-        for leaf in nest.flatten(item):
+        for leaf in _leaves(item):
             parts = getattr(leaf, "_print_parts", None)     # SparseTensor: indices, values, dense_shape
             if parts is not None:
                 tensors.extend(parts())
@@ -265,7 +291,7 @@ def _template(inputs, sep):
                 marks.append(placeholder)
             else:
                 marks.append(leaf)
-        templates.append(item if isinstance(item, str) else pprint.pformat(nest.pack_sequence_as(item, marks)))
+        templates.append(item if isinstance(item, str) else pprint.pformat(_packed(item, marks)))
     return sep.join(templates).replace(f"'{placeholder}'", placeholder), placeholder, tensors
 
 

@@ -13,12 +13,12 @@ truediv's dtype check (TypeError "`x` and `y` must have the same dtype");
 
 import numpy as np
 
-from tapeflow.framework.context import state
+from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework import tensor as tensor_module
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.symbolic import SymbolicTensor
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
 from tapeflow.ops.variables import Variable
 from tapeflow.ops import array_ops, bitwise_ops, math_ops
 
@@ -147,9 +147,21 @@ def _install(cls, convert):
     for name, fn in _UNARY.items():
         setattr(cls, f"__{name}__", convert(fn))
     cls.__pos__ = lambda self: self
-    cls.__eq__ = convert(_eq)
-    cls.__ne__ = convert(_ne)
+    cls.__eq__ = _unless_identity(convert(_eq), lambda x, y: x is y)
+    cls.__ne__ = _unless_identity(convert(_ne), lambda x, y: x is not y)
     cls.__getitem__ = convert(lambda x, key: array_ops._getitem(x, key))
+
+
+def _unless_identity(compare, identity):
+    """`==` / `!=`: elementwise, or by identity where TF1 semantics hold (Note [tensor equality])."""
+    def method(x, y):
+        if x._is_variable:
+            if not (Tensor._USE_EQUALITY and executing_eagerly_outside_functions()):
+                return identity(x, y)
+        elif not uses_equality(x):
+            return identity(x, y)
+        return compare(x, y)
+    return method
 
 
 def _as_is(fn):

@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.context import eager_mode, state
+from tapeflow.framework.context import default_session, eager_mode, executing_eagerly_outside_functions, state
 from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, SymbolicTensor, _const, known_rank
@@ -312,6 +312,18 @@ class Variable:
             raise NotImplementedError("numpy() is only available when eager execution is enabled.")
         return self.value().numpy()
 
+    def eval(self, session=None):
+        """TF1's `Variable.eval`: the value in `session` or the default session.
+
+        Raises:
+          RuntimeError: an eager variable (use `.numpy()`).
+          ValueError: no session is given and none is the default.
+        """
+        if self._graph_info is None:
+            raise RuntimeError("This operation is not supported when eager execution is enabled.")
+        session = session or default_session("evaluate tensor using `eval()`", "with sess.as_default()", "eval(session=sess)")
+        return session.run(self)
+
     def __array__(self, dtype=None, copy=None):
         value = np.array(self._value)
         return value if dtype is None else value.astype(dtype, copy=False)
@@ -545,7 +557,10 @@ class Variable:
         return (f"<tf.Variable '{self._name}' shape={self._shape} "
                 f"dtype={self.dtype.name}, numpy={_numpy_repr(self._value)}>")
 
-    __hash__ = None   # TF2: use variable.ref() as a key
+    def __hash__(self):         # Note [tensor equality]: unhashable where `==` is elementwise
+        if Tensor._USE_EQUALITY and executing_eagerly_outside_functions():
+            raise TypeError(f"Variable is unhashable. Instead, use variable.ref() as the key. (Variable: {self})")
+        return id(self)
 
     def __bool__(self):
         return bool(self._value)
