@@ -181,3 +181,60 @@ def test_half_precision_einsum_and_bias_gradient_accumulate_in_float32():
     assert sums(tapeflow) == [4096.0, 4096.0]
     tf = _tf_or_skip()
     assert sums(tf) == [2048.0, 256.0]
+
+
+def test_py_function_unused_input_gets_zeros_of_its_shape():
+    """TensorFlow's py_function gradient turns an input's None gradient into `constant(0.0)`, a scalar,
+    so adding it to another gradient of that input fails (AddN of [] and [2]); ours is zeros of the
+    input's shape (Note [py_function gradients] in py_func.py)."""
+    def grads(tf):
+        x, y = tf.constant([1.0, 2.0]), tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            total = tf.py_function(lambda a, b: b * 2.0, [x, y], tf.float32) + tf.reduce_sum(x)
+        return [g.numpy() for g in tape.gradient(total, [x, y])]
+    gx, gy = grads(tapeflow)
+    np.testing.assert_array_equal(gx, [1.0, 1.0])
+    assert gy == 2.0
+    tf = _tf_or_skip()
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        grads(tf)
+
+
+def test_py_function_runs_keep_their_own_tapes():
+    """Each run of a py_function keeps the tape of its Python ops with its outputs, so a persistent tape
+    takes the gradient twice and two calls of one traced function under one tape each get theirs;
+    TensorFlow keeps one tape per op, taken by the first gradient (a second one fails)."""
+    def grads(tf):
+        @tf.function
+        def h(a):
+            return tf.py_function(lambda q: q * q, [a], tf.float32)
+        x, y = tf.constant([1.0, 2.0]), tf.constant([3.0, 5.0])
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([x, y])
+            total = tf.reduce_sum(h(x)) + tf.reduce_sum(h(y))
+        return [g.numpy() for g in tape.gradient(total, [x, y])], tape.gradient(total, y).numpy()
+    (gx, gy), again = grads(tapeflow)
+    np.testing.assert_array_equal(gx, [2.0, 4.0])
+    np.testing.assert_array_equal(gy, [6.0, 10.0])
+    np.testing.assert_array_equal(again, [6.0, 10.0])
+    tf = _tf_or_skip()
+    with pytest.raises(Exception):      # noqa: B017 -- a KeyError of its tape cache, as an op error
+        grads(tf)
+
+
+def test_sparse_tensor_times_scalar_tensor_gradient():
+    """The gradient of the scalar in `sparse * scalar`: the sum of the values times the output gradient;
+    TensorFlow's SparseDenseCwiseMul gradient fails on a scalar (GatherNd of a scalar)."""
+    def grads(tf):
+        v, y = tf.constant([1.0, 2.0, 3.0, 4.0]), tf.constant(3.0)
+        with tf.GradientTape() as tape:
+            tape.watch([v, y])
+            out = tf.reduce_sum(tf.sparse.to_dense(tf.SparseTensor([[0, 1], [1, 0], [1, 2], [2, 3]], v, [3, 4]) * y))
+        return [g.numpy() for g in tape.gradient(out, [v, y])]
+    dv, dy = grads(tapeflow)
+    np.testing.assert_array_equal(dv, [3.0] * 4)
+    assert dy == 10.0
+    tf = _tf_or_skip()
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        grads(tf)

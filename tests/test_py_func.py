@@ -130,39 +130,11 @@ def test_gradients_through_tf_function_like_tensorflow(where):
     same(program)
 
 
-def test_two_calls_of_one_function_under_one_tape():
-    """Each run keeps its own record (Note [py_function gradients]): two calls of one traced
-    function under one tape get each its own gradient (TensorFlow's single record per op fails)."""
-    tf = tapeflow
-
-    @tf.function
-    def h(a):
-        return tf.py_function(lambda q: q * q, [a], tf.float32)
-    x, y = tf.constant(_X), tf.constant([3.0, 5.0])
-    with tf.GradientTape(persistent=True) as t:
-        t.watch([x, y])
-        total = tf.reduce_sum(h(x)) + tf.reduce_sum(h(y))
-    np.testing.assert_allclose(np.stack(t.gradient(total, [x, y])), np.stack([2 * _X, [6.0, 10.0]]))
-    np.testing.assert_allclose(t.gradient(total, y), [6.0, 10.0])      # again (TensorFlow's fails: its record is gone)
-
-
-def test_unused_input_of_another_shape_gets_zeros_of_its_shape():
-    """TensorFlow gives a scalar 0 here (its EagerPyFunc gradient turns None into `constant(0.0)`), and
-    adding it to another gradient of x then fails; tapeflow gives zeros of the input's shape."""
-    tf = tapeflow
-    x, y = tf.constant(_X), tf.constant(3.0)
-    with tf.GradientTape() as tape:
-        tape.watch([x, y])
-        total = tf.py_function(lambda a, b: b * 2.0, [x, y], tf.float32) + tf.reduce_sum(x)
-    gx, gy = tape.gradient(total, [x, y])
-    np.testing.assert_array_equal(gx, [1.0, 1.0])
-    assert float(gy) == 2.0
-
-
 def test_tout_forms_and_conversion_like_tensorflow():
     def program(tf):
         return [tf.py_function(lambda: None, [], []), tf.py_function(lambda: 1, [], tf.int32),
-                tf.py_function(lambda: [1, 2.0], [], [tf.int32, tf.float32]), tf.py_function(lambda: (1,), [], (tf.int32,)),
+                tf.py_function(lambda: [1, 2.0], [], [tf.int32, tf.float32]),
+                tf.py_function(lambda: (1,), [], (tf.int32,)),
                 tf.py_function(lambda: [1, 2], [], tf.int32), tf.py_function(lambda a: a, [[1.0, 2.0]], tf.float32),
                 tf.py_function(lambda a: a + 1, [tf.Variable(1.0)], tf.float32),
                 tf.py_function(lambda a: a, [tf.constant("s")], tf.string),

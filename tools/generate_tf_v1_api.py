@@ -90,7 +90,8 @@ def parameters(fn):
     return "(" + ", ".join(parts) + ")"
 
 
-def main():
+def generate():
+    """The text of tf_v1_api.txt for the installed TensorFlow."""
     v2_paths = {}
     for path, obj in walk(tf):
         if obj is not None and not isinstance(obj, (bool, int, float, str)):      # constants: by value
@@ -113,8 +114,13 @@ def main():
     header = [f"# TensorFlow {tf.__version__}'s tf.compat.v1 API, written by tools/generate_tf_v1_api.py: do not "
               "edit.", "# NAME = TF2 NAMES: the same object; NAME ~ TF2 NAMES (PARAMETERS): a v1 version; NAME !: "
               "v1 only.", "# Note [compat.v1 names] in framework/export.py."]
-    OUT.write_text("\n".join(header + lines) + "\n")
-    print(f"wrote {len(lines)} names to {OUT}", file=sys.stderr)
+    return "\n".join(header + lines) + "\n"
+
+
+def main():
+    text = generate()
+    OUT.write_text(text)
+    print(f"wrote {text.count(chr(10)) - 3} names to {OUT}", file=sys.stderr)
 
 
 if __name__ == "__main__":

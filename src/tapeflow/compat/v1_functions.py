@@ -19,10 +19,53 @@ from tapeflow.graph import control_flow
 from tapeflow.graph.default_graph import disable_eager_execution, enable_eager_execution
 
 
+class _Switches:
+    """TF1's process-wide switch of control flow versions (TF2's `cond` in graphs by default)."""
+
+    control_flow_v2 = True
+
+
+_switches = _Switches()
+
+
+@tf_export("compat.v1.enable_control_flow_v2")
+def enable_control_flow_v2():
+    """`compat.v1.cond` in graphs returns what the branches return, as TF2's (the default).
+
+    >>> import tapeflow as tf
+    >>> tf.compat.v1.enable_control_flow_v2(); tf.compat.v1.control_flow_v2_enabled()
+    True
+    """
+    _switches.control_flow_v2 = True
+
+
+@tf_export("compat.v1.disable_control_flow_v2")
+def disable_control_flow_v2():
+    """`compat.v1.cond` in graphs unpacks one-element branch results too, as TF1's did.
+
+    >>> import tapeflow as tf
+    >>> callable(tf.compat.v1.disable_control_flow_v2)
+    True
+    """
+    _switches.control_flow_v2 = False
+
+
+@tf_export("compat.v1.control_flow_v2_enabled")
+def control_flow_v2_enabled():
+    """Whether TF2 control flow is on (see enable_control_flow_v2).
+
+    >>> import tapeflow as tf
+    >>> tf.compat.v1.control_flow_v2_enabled()
+    True
+    """
+    return _switches.control_flow_v2
+
+
 @tf_export("compat.v1.cond", names_op=False)
 def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
     """TF1's `cond`: as `tf.cond`, but unless `strict`, a branch result that is a list or
-    tuple of one element is that element (and `fn1`/`fn2` are the old names of the branches).
+    tuple of one element is that element when executing eagerly (in graphs too once
+    control flow v2 is disabled, as TensorFlow's); `fn1`/`fn2` are the old names of the branches.
 
     Raises:
       TypeError: a branch is missing or given twice (as `true_fn` and `fn1`).
@@ -33,8 +76,9 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     """
     true_fn = _one_of(true_fn, fn1, "true_fn", "fn1")
     false_fn = _one_of(false_fn, fn2, "false_fn", "fn2")
+    unpack = not strict and (not state.graphs or not _switches.control_flow_v2)
     out = control_flow.cond(pred, true_fn, false_fn, name=name)
-    if not strict and isinstance(out, (list, tuple)) and len(out) == 1:
+    if unpack and isinstance(out, (list, tuple)) and len(out) == 1:
         return out[0]
     return out
 
@@ -222,23 +266,25 @@ tf_export("compat.v1.set_random_seed")(random_ops.set_seed)
 @tf_export("compat.v1.disable_v2_behavior")
 def disable_v2_behavior():
     """TF1 behaviour where tapeflow has it: graphs instead of eager execution, tensors
-    compared by identity (the other TF2 switches, resource variables and control flow v2,
-    have no TF1 counterpart here).
+    compared by identity, TF1's `cond` (resource variables, TF2's other switch, have no
+    TF1 counterpart here).
 
     >>> import tapeflow as tf
     >>> callable(tf.compat.v1.disable_v2_behavior)
     True
     """
     disable_tensor_equality()
+    disable_control_flow_v2()
     disable_eager_execution()
 
 
 @tf_export("compat.v1.enable_v2_behavior")
 def enable_v2_behavior():
-    """TF2 behaviour: eager execution (refused after it was disabled) and elementwise `==`.
+    """TF2 behaviour: eager execution (refused after it was disabled), elementwise `==`, TF2's `cond`.
 
     >>> import tapeflow as tf
     >>> tf.compat.v1.enable_v2_behavior()
     """
     enable_tensor_equality()
+    enable_control_flow_v2()
     enable_eager_execution()

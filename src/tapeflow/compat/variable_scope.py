@@ -11,8 +11,8 @@ reuse True.  As TensorFlow's, each error is a ValueError naming the variable,
 and sharing checks the shape and dtype.  Executing eagerly no variable is
 shared: each call makes a new one (TensorFlow's behaviour outside an
 EagerVariableStore), and scopes reuse as AUTO_REUSE.  A variable scope also
-opens a name scope of its name (made unique: "layer_1"), while the variable
-names ignore name scopes.
+opens a name scope of its name (made unique: "layer_1"; re-entering a scope
+object opens a new one too), while the variable names ignore name scopes.
 """
 
 import contextlib
@@ -168,10 +168,10 @@ class variable_scope:
         store = _store()
         old = store.scope
         stack = contextlib.ExitStack()
-        if isinstance(name_or_scope, VariableScope):      # re-entered: its name, name scope and defaults
+        if isinstance(name_or_scope, VariableScope):      # re-entered: its name and defaults; as TF's, a
             template, name, ns = name_or_scope, name_or_scope.name, name_or_scope.original_name_scope
-            if auxiliary:
-                stack.enter_context(name_scope(ns or ""))
+            if auxiliary and name:                        # new name scope of its name ("other/sc", "sc_1")
+                stack.enter_context(name_scope(name))
             reuse = reuse or template.reuse
         else:
             leaf = name_or_scope if name_or_scope is not None else _unique(store, old.name, default_name)

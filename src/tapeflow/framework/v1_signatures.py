@@ -26,7 +26,7 @@ _RENAMED = {
     "squeeze_dims": "axis", "preferred_dtype": "dtype_hint", "fn1": "true_fn", "fn2": "false_fn",
     "tensor": "input", "value": "input", "input_tensor": "input", "filter": "filters",
     "seq_dim": "seq_axis", "batch_dim": "batch_axis", "device_name_or_function": "device_name",
-    "targets": "labels",
+    "targets": "labels", "dilation_rate": "dilations", "reduction_axes": "axis", "string_tensor": "input",
 }
 
 _NO_DEFAULT = object()
@@ -41,12 +41,19 @@ def v1_version(fn, params, v1_path):
       v1_path: the v1 name, for messages ("reduce_sum" for `tf.compat.v1.reduce_sum`).
 
     Returns:
-      The v1 function; its parameters are parsed on its first call.
+      `fn` itself when its parameters are the v1 ones (`name` aside), else the v1 function.
 
     >>> import tapeflow as tf
     >>> tf.compat.v1.reduce_sum([[1.0, 2.0]], reduction_indices=[1], keep_dims=True).numpy()
     array([[3.]], dtype=float32)
     """
+    try:
+        tf2 = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        tf2 = None
+    v1 = list(_parse(params)[0].parameters)
+    if tf2 == v1 or (tf2 is not None and "name" not in tf2 and v1 == tf2 + ["name"]):     # an op: name last
+        return fn
     binder = []
 
     @functools.wraps(fn)
@@ -88,6 +95,8 @@ class _Binder:
                 if value:
                     raise TypeError(f"tf.compat.v1.{self.path} takes no extra positional arguments in tapeflow.")
                 continue
+            if value is None and name in self.defaults and self.defaults[name] is None:
+                continue                    # an unset v1 default: the TF2 default applies
             target = self._target(name)
             if target is None:
                 if _is_default(value, self.defaults.get(name, _NO_DEFAULT)):
@@ -97,8 +106,6 @@ class _Binder:
                                 f"use tf.{self.path}.")
             if target in out:
                 raise ValueError(f"Cannot specify both '{target}' and '{name}'.")
-            if value is None and self.defaults.get(name) is None and name in self.defaults:
-                continue                    # an unset v1 default: the TF2 default applies
             out[target] = value
         return out
 

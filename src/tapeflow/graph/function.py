@@ -29,6 +29,7 @@ from tapeflow.framework.tensor_spec import TensorSpec
 from tapeflow.ops.variables import Variable
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas
+from tapeflow.graph import function_type
 from tapeflow.graph.session import _placeholder
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import batching, grad_util
@@ -300,9 +301,32 @@ class ConcreteFunction:
             inputs += side_values
         return execute(_call, inputs + variables, {"f": self, "fed": side_values is not None, "export": export})
 
+    _function_type = None       # what a tf.function traced it for (Note [function types] in function_type.py)
+
     def __call__(self, *args, **kwargs):
+        if self._function_type is not None:          # arguments checked as TensorFlow does
+            return self._structured(self._call_flat(function_type.bind_concrete(self, args, kwargs)))
         flat = [convert_to_tensor(a) for a in nest.flatten((args, kwargs)) if isinstance(a, (Tensor, np.ndarray))]
         return self._structured(self._call_flat(flat))
+
+    @property
+    def structured_input_signature(self):
+        """((positional TensorSpecs and Python values), {keyword: ...}) of the trace."""
+        return function_type.structured_input_signature(self)
+
+    def pretty_printed_signature(self, verbose=True):
+        """The parameters' types, the output type and the captures, as TensorFlow prints them."""
+        return function_type.pretty_signature(self, verbose)
+
+    def __repr__(self):
+        if self._function_type is None:
+            return object.__repr__(self)
+        return f"<ConcreteFunction {function_type.signature_text(self)} at 0x{id(self):X}>"
+
+    def __str__(self):
+        if self._function_type is None:
+            return repr(self)
+        return "ConcreteFunction " + self.pretty_printed_signature()
 
     def _structured(self, tensor_outputs):
         flat = list(self._flat_outputs)
@@ -418,20 +442,7 @@ def _spec_dims(shape):
     return None if shape.rank is None else tuple(shape.as_list())
 
 
-def _spec_key(value):
-    """The cache key of one flattened argument."""
-    if isinstance(value, Variable):
-        return ("variable", id(value))
-    if isinstance(value, Tensor):
-        shape = value._value.shape
-        return ("tensor", None if shape is None else tuple(shape), value._value.dtype.str)
-    if isinstance(value, np.ndarray):
-        return ("tensor", value.shape, value.dtype.str)
-    try:
-        hash(value)
-        return ("python", type(value).__name__, value)
-    except TypeError:
-        return ("object", id(value))
+_SIGNATURE = "input_signature"     # the cache key of the one trace of a function with an input_signature
 
 
 class Function:
@@ -457,6 +468,9 @@ class Function:
         self._traced = False        # whether a first trace has completed (Note [variables created by functions])
         self._creation_error = None
         self._trace_count = 0
+        self._reduce_retracing = bool(reduce_retracing or experimental_relax_shapes)
+        self._canonical = function_type.Canonicalizer(python_function)   # Note [function types]
+        self._dispatched = {}       # call types served by a more general trace
 
     @property
     def python_function(self):
@@ -472,7 +486,7 @@ class Function:
         bound = self._descriptor_cache.get(instance)
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._input_signature,
-                             name=self._name, autograph=self._autograph)
+                             name=self._name, autograph=self._autograph, reduce_retracing=self._reduce_retracing)
             self._descriptor_cache[instance] = bound
         return bound
 
@@ -490,18 +504,55 @@ class Function:
         return self._concrete_for(args, kwargs)[0]
 
     def experimental_get_tracing_count(self):
+        """How many times the Python function was traced (twice for a first trace making variables).
+
+        >>> import tapeflow as tf
+        >>> f = tf.function(lambda x: x + 1)
+        >>> _ = f(tf.constant(1.0)), f(tf.constant(2.0)), f(tf.constant([1.0]))
+        >>> f.experimental_get_tracing_count()
+        2
+        """
         return self._trace_count
+
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        """Each trace's `pretty_printed_signature`, in the order they were made.
+
+        >>> import tapeflow as tf
+        >>> f = tf.function(lambda x, b=2: x * b)
+        >>> print(f.pretty_printed_concrete_signatures(verbose=False)) if f(tf.constant(1.0)) else None
+        (x: TensorSpec(shape=(), dtype=tf.float32, name=None), b: Literal[2]) -> TensorSpec(shape=(), dtype=tf.float32, name=None)
+        """
+        return ("\n\n" if verbose else "\n").join(c.pretty_printed_signature(verbose) for c in self._cache.values())
 
     def _concrete_for(self, args, kwargs):
         if self._input_signature is not None:
             args, kwargs = self._bind_signature(args, kwargs)
-        flat = nest.flatten((args, kwargs))
-        key = tuple(_spec_key(v) for v in flat) if self._input_signature is None else ("signature",)
-        concrete = self._cache.get(key)
-        if concrete is None:
-            concrete = self._cache[key] = self._trace(args, kwargs)
+            flat = nest.flatten((args, kwargs))
+            concrete = self._cache.get(_SIGNATURE)
+            if concrete is None:
+                concrete = self._cache[_SIGNATURE] = self._trace(args, kwargs)
+                concrete._function_type = function_type.signature_type(self._input_signature, self._python_function)
+        else:
+            args, kwargs, params = self._canonical(args, kwargs)
+            request, flat = function_type.function_type(args, kwargs, params)
+            concrete = self._cache.get(request) or self._dispatched.get(request)
+            if concrete is None:
+                concrete = self._lookup(request, args, kwargs)
         tensor_args = [convert_to_tensor(v) for v in flat if isinstance(v, (Tensor, np.ndarray))]
         return concrete, tensor_args
+
+    def _lookup(self, request, args, kwargs):
+        """A trace serving a call of type `request`: the most specific traced supertype, or a new
+        trace, for a generalized type under `reduce_retracing` (Note [function types])."""
+        traced = function_type.dispatch(self._cache, request)
+        if traced is not None:
+            concrete = self._dispatched[request] = self._cache[traced]
+            return concrete
+        ftype = function_type.generalize(request, list(self._cache)) if self._reduce_retracing else request
+        concrete = self._trace(args, kwargs, ftype.specs() if ftype is not request else None)
+        concrete._function_type = ftype
+        self._cache[ftype] = concrete
+        return concrete
 
     def _bind_signature(self, args, kwargs):
         if kwargs:
@@ -510,8 +561,9 @@ class Function:
             kwargs = {}
         flat_sig = nest.flatten(self._input_signature)
         if len(args) != len(self._input_signature):
-            raise TypeError(f"{self._name}() takes {len(self._input_signature)} positional arguments per its "
-                            f"input_signature but {len(args)} were given.")
+            reason = "too many positional arguments" if len(args) > len(self._input_signature) else (
+                f"missing a required argument: '{self._signature_params()[len(args)]}'")
+            raise function_type.binding_error(self._signature_type(), reason, args, kwargs)
         try:    # flattened up to the signature's leaves: a list may bind to one TensorSpec
             flat_args = optree.tree_structure(list(self._input_signature), none_is_leaf=True,
                                               namespace="tapeflow").flatten_up_to(list(args))
@@ -523,13 +575,20 @@ class Function:
             if isinstance(spec, TensorSpec) and not isinstance(value, TensorSpec):
                 t = convert_to_tensor(value, dtype=spec.dtype) if not isinstance(value, Tensor) else value
                 if t.dtype != spec.dtype or not spec.shape.is_compatible_with(t.shape):
-                    raise TypeError(f"Binding inputs to tf.function `{self._name}` failed: {t!r} is not "
-                                    f"compatible with the input_signature {spec!r}.")
+                    raise function_type.binding_error(
+                        self._signature_type(), f"Can not cast {function_type.leaf_type(t)!r} to "
+                        f"{function_type.leaf_type(spec)!r}", tuple(args), kwargs)
                 value = t
             converted.append(value)
         return nest.pack_sequence_as(list(self._input_signature), converted), {}
 
-    def _trace(self, args, kwargs):
+    def _signature_type(self):
+        return function_type.signature_type(self._input_signature, self._python_function)
+
+    def _signature_params(self):
+        return [n for n, _ in self._signature_type().params]
+
+    def _trace(self, args, kwargs, specs=None):
         """Traces for one signature.
 
         Note [variables created by functions]: only the first trace may create
@@ -539,24 +598,26 @@ class Function:
         one kept.  Any later trace creating a variable raises ValueError.
         """
         if self._traced:
-            return self._trace_graph(args, kwargs, self._creation_error)[0]
-        concrete, feed_values = self._trace_graph(args, kwargs, None)
+            return self._trace_graph(args, kwargs, self._creation_error, specs)[0]
+        concrete, feed_values = self._trace_graph(args, kwargs, None, specs)
         created = concrete.graph._created_variables
         if created:
             _initialize_variables(concrete, [op_ for _, op_ in created if op_ is not None], feed_values)
         self._traced = True
         self._creation_error = _SINGLETON if created else _NON_FIRST_CALL
-        return self._trace_graph(args, kwargs, _SINGLETON)[0] if created else concrete
+        return self._trace_graph(args, kwargs, _SINGLETON, specs)[0] if created else concrete
 
-    def _trace_graph(self, args, kwargs, creation_error):
+    def _trace_graph(self, args, kwargs, creation_error, relaxed=None):
         """One trace; returns the ConcreteFunction and, per input placeholder, the
-        argument's NumPy value (None where it has none: specs, graph tensors)."""
+        argument's NumPy value (None where it has none: specs, graph tensors).
+        `relaxed`: per flat argument, the TensorSpec to trace it as (reduce_retracing)."""
         outer = state.graphs[-1] if state.graphs else None
         graph = FuncGraph(self._name, outer_graph=outer)
         graph._created_variables = []
         graph._creation_error = creation_error
         flat = nest.flatten((args, kwargs))
-        specs = (nest.flatten(self._input_signature) if self._input_signature is not None else [None] * len(flat))
+        specs = relaxed or (nest.flatten(self._input_signature) if self._input_signature is not None
+                            else [None] * len(flat))
         new_flat, feed_values = [], []
         with batching.per_example_trace(), graph.as_default():     # Note [functions in vectorized code]
             for value, spec in zip(flat, specs):

@@ -72,3 +72,44 @@ def control_dependencies(control_inputs):
         return
     with state.graphs[-1].control_dependencies(control_inputs):
         yield
+
+
+@tf_export("init_scope")
+@contextlib.contextmanager
+def init_scope():
+    """Lifts what is made inside out of function graphs being traced (TF's `tf.init_scope`).
+
+    Inside, ops run in the outermost context that is not a function being traced:
+    eagerly when the functions were called eagerly, else in that TF1 graph (with
+    the current name scope).  Control dependencies are cleared and tapes do not
+    record, so a function can make its variables and constants once, outside its graph.
+
+    >>> import tapeflow as tf
+    >>> @tf.function
+    ... def f():
+    ...     with tf.init_scope():
+    ...         print("eager inside:", tf.executing_eagerly())
+    ...     return tf.constant(1.0)
+    >>> _ = f()
+    eager inside: True
+    """
+    graphs = state.graphs
+    outer = next((i for i in range(len(graphs) - 1, -1, -1) if not graphs[i].building_function), -1)
+    scope = graphs[-1]._name_stack if graphs else state.scopes.get("name_scope", "").rstrip("/")
+    saved_tapes, state.tapes = state.tapes, []          # tapes pause
+    state.graphs = graphs[:outer + 1]
+    try:
+        if state.graphs:                                 # the current name scope, as an absolute one
+            graph = state.graphs[-1]
+            saved_scope, graph._name_stack = graph._name_stack, scope
+            try:
+                with graph.control_dependencies(None):
+                    yield
+            finally:
+                graph._name_stack = saved_scope
+        else:
+            with name_scope(scope + "/" if scope else ""):
+                yield
+    finally:
+        state.graphs = graphs
+        state.tapes = saved_tapes

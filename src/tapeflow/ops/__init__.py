@@ -8,5 +8,5 @@ from tapeflow.ops import array_ops, slicing_ops, constructor_ops, scatter_ops, e
 from tapeflow.ops import sort_ops, math_ops, linalg_ops, nn_ops, operators  # noqa: F401,I001
 from tapeflow.ops import (  # noqa: F401
     bitwise_ops, conv_ops, decomposition_ops, join_ops, logging_ops, nn_losses, random_ops, reduction_ops,
-    segment_ops, sparse_ops, special_math_ops, string_ops, unary_ops, variables,
+    segment_ops, sparse_ops, special_math_ops, static_value, string_ops, unary_ops, variables,
 )

@@ -41,7 +41,7 @@ _F32 = np.dtype(np.float32)
 HALF_NP = frozenset((_F16, _BF16))
 
 _U32 = np.uint32
-_SMALL = 2048           # arrays smaller than this convert with a plain cast (less fixed cost)
+_SMALL = 256            # arrays smaller than this convert with a plain cast (less fixed cost)
 
 # float16 bit pattern -> its float32 value (exact), indexed by the pattern as uint16.
 _F16_TO_F32 = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)

@@ -25,7 +25,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta
-from tapeflow.framework.tensor import Tensor, convert_to_tensor, is_tensor
+from tapeflow.framework.tensor import convert_to_tensor, is_tensor
 
 _STRING = dtypes.string._np
 
@@ -306,7 +306,7 @@ def _sorted_dicts(item):
     return collections.OrderedDict(sorted(item.items())) if isinstance(item, collections.OrderedDict) else item
 
 
-@tf_export("print")
+@tf_export("print", names_op=False)
 def print_v2(*inputs, output_stream=_STDERR, summarize=3, sep=" ", end=os.linesep, name=None, **unknown):
     """Prints tensors and Python values, eagerly at once and in a `tf.function` when it runs.
 

@@ -650,6 +650,7 @@ def _comparison(type_, fn, allowed):
         return execute(kernel, _binary_inputs(x, y), {})
     compare.__name__ = fn.__name__
     compare.__doc__ = f"Elementwise `{fn.__name__}` as a bool tensor (broadcasting)."
+    compare.op = kernel                  # the op record (ops/static_value.py evaluates Equal, NotEqual)
     return compare
 
 

@@ -18,10 +18,10 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_like, execute, op, raise_type_mismatch
 from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.symbolic import Meta
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops import (
-    array_ops, batching, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops,
+    array_ops, batching, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
 from tapeflow.ops.constant_value import constant_value, partial_value
 from tapeflow.ops.half import computes_in_float32
@@ -209,6 +209,29 @@ def from_dense(tensor, name=None):
     indices = math_ops.where(math_ops.not_equal(tensor, math_ops.zeros_like(tensor)))
     return SparseTensor(indices, scatter_ops.gather_nd(tensor, indices),
                         constructor_ops.shape(tensor, out_type=dtypes.int64))
+
+
+@tf_export("sparse.reorder")
+def reorder(sp_input, name=None):
+    """The SparseTensor with its entries in row-major order of their indices (what `to_dense` wants).
+
+    Args:
+      sp_input: a SparseTensor.
+      name: a name for the ops.
+
+    Returns:
+      A SparseTensor of the same entries; gradients flow back to `sp_input.values`.
+
+    >>> import tapeflow as tf
+    >>> sp = tf.sparse.reorder(tf.SparseTensor([[1, 0], [0, 1]], [1.0, 2.0], [2, 2]))
+    >>> sp.indices.numpy().tolist(), sp.values.numpy().tolist()
+    ([[0, 1], [1, 0]], [2.0, 1.0])
+    """
+    sp_input = _sparse(sp_input)
+    strides = reduction_ops.cumprod(sp_input.dense_shape, exclusive=True, reverse=True)
+    order = sort_ops.argsort(reduction_ops.reduce_sum(sp_input.indices * strides, axis=1), stable=True)
+    return SparseTensor(scatter_ops.gather(sp_input.indices, order), scatter_ops.gather(sp_input.values, order),
+                        sp_input.dense_shape)
 
 
 # -- sparse_dense_matmul ----------------------------------------------------------------------
