@@ -260,7 +260,26 @@ GRAPHS = {
     "default_graph_and_eager_flags": lambda v1, tf: (v1.get_default_graph() is not None, tf.executing_eagerly(),
                                                      v1.executing_eagerly_outside_functions()),
     "v1_functions_in_graph": lambda v1, tf: _graph_v1_functions(v1, tf),
+    "collections": lambda v1, tf: _collections(v1, tf),
 }
+
+
+def _collections(v1, tf):
+    tf.Variable(1.0, name="a")
+    tf.Variable(1.0, name="b", trainable=False)
+    with v1.variable_scope("s"):
+        v1.get_variable("c", [1])
+    keys = v1.GraphKeys
+    out = [[x.name for x in v1.get_collection(k, scope)] for k, scope in
+           ((keys.GLOBAL_VARIABLES, None), (keys.TRAINABLE_VARIABLES, None), (keys.TRAINABLE_VARIABLES, "s"),
+            (keys.UPDATE_OPS, None))]
+    v1.add_to_collection("mine", 1)
+    v1.add_to_collections(["mine", "other"], 2)
+    v1.get_collection_ref("mine").append(3)
+    v1.train.get_or_create_global_step()
+    out += [v1.get_collection("mine"), v1.get_collection("other"),
+            [x.name for x in v1.get_collection(keys.GLOBAL_STEP)], keys.VARIABLES, keys.LOSSES]
+    return out
 
 
 def _initialized(v1, *variables):
@@ -540,14 +559,21 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _run_program(source, module):
-    code = source if module == "tensorflow" else source.replace("import tensorflow.compat.v1 as tf",
-                                                                "import tapeflow.compat.v1 as tf")
+def _run_programs(source):
+    """The results of `source` run with tapeflow (its import changed) and with TensorFlow, each
+    in a process of its own (both at once)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT / "src"))
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, f"{module} failed:\n{done.stderr[-3000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+    codes = {"tapeflow": source.replace("import tensorflow.compat.v1 as tf", "import tapeflow.compat.v1 as tf"),
+             "tensorflow": source}
+    running = {m: subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=env) for m, code in codes.items()}
+    results = {}
+    for module, process in running.items():
+        stdout, stderr = process.communicate(timeout=300)
+        lines = [line for line in stdout.splitlines() if line.startswith("RESULT ")]
+        assert process.returncode == 0 and lines, f"{module} failed:\n{stderr[-3000:]}"
+        results[module] = json.loads(lines[-1][len("RESULT "):])
+    return results["tapeflow"], results["tensorflow"]
 
 
 def _same_results(ours, theirs, path="result"):
@@ -575,7 +601,7 @@ def test_tf1_program_runs_with_only_the_import_changed(switch, optimizer):
     if not HAVE_TF:
         pytest.skip("TensorFlow is not installed")
     source = textwrap.dedent(_MLP).format(switch=switch, optimizer=optimizer)
-    ours, theirs = _run_program(source, "tapeflow"), _run_program(source, "tensorflow")
+    ours, theirs = _run_programs(source)
     assert ours["losses"][-1] < ours["losses"][0]
     _same_results(ours, theirs)
 

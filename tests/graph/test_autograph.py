@@ -8,15 +8,17 @@ is converted because converted code calls it (AutoGraph converts called user
 functions).  TensorFlow needs the source in a file, which these are.
 """
 
-import io
 import contextlib
+import importlib.util
+import io
+import textwrap
 import warnings
 
 import numpy as np
 import pytest
 
 import tapeflow
-from differential import Raised, run, same
+from differential import Raised, compare, run, same
 from op_harness import tf_module
 
 
@@ -267,7 +269,7 @@ class _Scaler:
         return x
 
     def grow(self, tf, x):
-        while x < 10.0:
+        while tf.abs(x) < 10.0:
             x = x * self.k
         return x
 
@@ -320,9 +322,22 @@ def _python_loop_of_tensor_ifs(tf, x):
     return x
 
 
+def _assert_positive(tf, x):
+    assert x > 0, "x must be positive"
+    assert x < 100
+    return x * 2
+
+
 def _lambda_condition(tf, x):
     f = lambda v: v * 2 if v > 0 else -v  # noqa: E731 -- a converted lambda
     return f(x)
+
+
+def _none_before_loop(tf, x, n):
+    y = None
+    for i in tf.range(n):
+        y = x
+    return y
 
 
 SUITE = {
@@ -354,6 +369,7 @@ SUITE = {
     "rnn": (_rnn, [[0.1, -0.2, 0.3], 0.5]),
     "python_loop_of_tensor_ifs": (_python_loop_of_tensor_ifs, [5.0], [0.5]),
     "lambda_condition": (_lambda_condition, [2.0], [-2.0]),
+    "none_before_loop": (_none_before_loop, [1.0, np.int32(3)]),
 }
 
 
@@ -495,13 +511,6 @@ def _none_in_branch(tf, x):
     return y
 
 
-def _none_before_loop(tf, x, n):
-    y = None
-    for i in tf.range(n):
-        y = x
-    return y
-
-
 def _float_condition(tf, x):
     if x:
         x = x + 1
@@ -594,7 +603,6 @@ ERRORS = {
     "branch_dtypes": (_branch_dtypes, [1.0]),
     "branch_structures": (_branch_structures, [1.0]),
     "none_in_branch": (_none_in_branch, [1.0]),
-    "none_before_loop": (_none_before_loop, [1.0, np.int32(3)]),
     "float_condition": (_float_condition, [1.0]),
     "vector_condition": (_vector_condition, [[1.0, 2.0]]),
     "return_in_one_branch": (_return_in_one_branch, [1.0]),
@@ -608,6 +616,7 @@ ERRORS = {
     "value_error_in_helper": (_raise_value_error_deep, [1.0]),
     "iterate_tensor_array": (_iterate_tensor_array, [[1.0, 2.0, 3.0]]),
     "zero_iterations": (_defined_in_loop, [1.5, np.int32(0)]),
+    "assert_on_a_tensor": (_assert_positive, [2.0]),     # TensorFlow leaves `assert` unconverted
 }
 
 
@@ -631,13 +640,86 @@ def test_error_messages_name_the_variable_and_the_user_line():
     assert "'s' has dtype int32 before the loop, but dtype float32 after one iteration" in str(ours.exc)
 
 
-def test_shape_invariants_from_set_loop_options():
-    def grow(tf, x, n):
-        for i in tf.range(n):
-            tf.autograph.experimental.set_loop_options(shape_invariants=[(x, tf.TensorShape([None]))])
-            x = tf.concat([x, x], 0)
-        return x
-    same(_program(grow, [[1.0], np.int32(3)]))
+def _source_program(tmp_path, source):
+    """Runs `source` (a module defining `main()`, `tf` imported at its top) as written against
+    each library, each from its own file; compares the results."""
+    results = []
+    for name, module in (("tapeflow", "tapeflow"), ("tensorflow", tf_module().__name__)):
+        path = tmp_path / f"program_{name}.py"
+        path.write_text(f"import {module} as tf\n" + textwrap.dedent(source))
+        spec = importlib.util.spec_from_file_location(f"autograph_program_{name}", path)
+        program = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(program)
+        results.append(run(lambda tf: program.main(), None))
+    compare(*results)
+    return results[0]
+
+
+def test_shape_invariants_from_set_loop_options(tmp_path):
+    # TensorFlow reads the directive only where `tf` is a global (as in a user's module)
+    _source_program(tmp_path, """
+        @tf.function
+        def grow(x, n):
+            for i in tf.range(n):
+                tf.autograph.experimental.set_loop_options(shape_invariants=[(x, tf.TensorShape([None]))])
+                x = tf.concat([x, x], 0)
+            return x
+
+        @tf.function
+        def capped(x):
+            while x < 100.0:
+                tf.autograph.experimental.set_loop_options(maximum_iterations=3)
+                x = x * 2.0
+            return x
+
+        def main():
+            return grow(tf.constant([1.0]), tf.constant(3)), capped(tf.constant(1.0))
+        """)
+
+
+def test_tutorial_style_program(tmp_path):
+    _source_program(tmp_path, """
+        import numpy as np
+
+        def collatz_steps(n):
+            steps = 0
+            while n != 1:
+                if n % 2 == 0:
+                    n = n // 2
+                else:
+                    n = 3 * n + 1
+                steps += 1
+            return steps
+
+        @tf.function
+        def fizzbuzz_sum(limit):
+            total = 0
+            for i in tf.range(1, limit + 1):
+                if i % 15 == 0:
+                    total += 15
+                elif i % 3 == 0 or i % 5 == 0:
+                    continue
+                else:
+                    total += i
+            return total
+
+        @tf.function
+        def train(x, y, w, steps):
+            losses = tf.TensorArray(tf.float32, size=steps)
+            for step in tf.range(steps):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean((x * w - y) ** 2)
+                w = w - 0.1 * tape.gradient(loss, w)
+                losses = losses.write(step, loss)
+                if loss < 1e-3:
+                    break
+            return w, losses.stack()
+
+        def main():
+            x = tf.constant(np.linspace(-1, 1, 8), tf.float32)
+            return (tf.function(collatz_steps)(tf.constant(27)), fizzbuzz_sum(tf.constant(40)),
+                    train(x, 3.0 * x, tf.constant(0.0), tf.constant(50)))
+        """)
 
 
 # -- print, tf.autograph, autograph=False ------------------------------------------------
@@ -735,7 +817,7 @@ def test_conversion_is_cached_per_function_and_code(monkeypatch):
     assert calls == ["scaled"]                      # one transformation for the two closures
     assert float(g2(1.0)) == 2.0 and float(g3(1.0)) == 3.0
     f = tapeflow.function(f2)
-    f(tapeflow.constant(1.0)), f(tapeflow.constant([1.0, 2.0]))      # retraced, not converted again
+    f(tapeflow.constant(1.0)), f(tapeflow.constant(1.0, tapeflow.float64))      # retraced, not converted again
     assert calls == ["scaled"]
 
 

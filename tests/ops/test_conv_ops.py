@@ -472,3 +472,33 @@ def test_conv_hessian_is_vectorized():
     slow = outer.jacobian(grads, [x, w], experimental_use_pfor=False)
     for a, b in zip(fast, slow):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("pattern", ["x", "w", "x,w", "x,w,dy"])
+def test_vectorized_convolution_with_sizes_known_when_the_graph_runs(pattern):
+    # unknown batch and spatial sizes: the windows of the both-batched case come from the one-hot filter
+    rng = np.random.default_rng(34)
+    x, w = rng.normal(size=(3, 1, 5, 4, 2)), rng.normal(size=(3, 3, 2, 2, 3))
+    dy = rng.normal(size=(3, 1, 3, 4, 3))
+    stacked = {"x": x, "w": w, "dy": dy}
+    mapped = pattern.split(",")
+
+    def example(args):
+        vals = {"x": x[0], "w": w[0], "dy": dy[0]}
+        vals.update(zip(mapped, args))
+        xs, ws, dys = (tf.convert_to_tensor(vals[k]) for k in ("x", "w", "dy"))
+        with tf.GradientTape() as tape:
+            tape.watch([xs, ws])
+            y = tf.nn.conv2d(xs, ws, [2, 1], "SAME")
+        return [y] + tape.gradient(y, [xs, ws], output_gradients=dys)
+
+    specs = {"x": tf.TensorSpec([None, None, None, None, 2], tf.float64),
+             "w": tf.TensorSpec([None, 3, 2, 2, 3], tf.float64),
+             "dy": tf.TensorSpec([None, None, None, None, 3], tf.float64)}
+    run = tf.function(lambda *a: tf.vectorized_map(example, list(a)), input_signature=[specs[k] for k in mapped])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Op '.*' has no batching rule")
+        got = run(*[tf.constant(stacked[k]) for k in mapped])
+    want = [example([stacked[k][b] for k in mapped]) for b in range(3)]
+    for k in range(3):
+        np.testing.assert_allclose(got[k].numpy(), np.stack([wb[k].numpy() for wb in want]), rtol=1e-10, atol=1e-10)

@@ -32,11 +32,13 @@ wrapped by `v1_signatures.v1_version` (Note [v1 signatures]).  A v1 name
 exported explicitly ("compat.v1.placeholder", or a v1 version whose meaning
 differs, as `compat.v1.cond`) wins over a derived one, whatever the import
 order.  The list is data rather than a decorator argument at each export, so
-a name that TensorFlow's v1 API lacks never appears there, and regenerating the
-file follows a new TensorFlow.  Namespace modules stay current: an export made
-after a namespace was populated is set on its module too, and the v1
-sub-namespaces without a module of their own (`compat.v1.nn`, `.math`, ...)
-get one made here.
+a name that TensorFlow's v1 API lacks never appears there, nothing is copied by
+hand, and regenerating the file follows a new TensorFlow; the names are placed
+as each TF2 name is exported (not when compat/v1.py is imported), so modules
+imported later (tf.Module, tf.print) are covered too.  Namespace modules stay
+current: an export made after a namespace was populated is set on its module
+too, and the v1 sub-namespaces without a module of their own (`compat.v1.nn`,
+`.math`, ...) get one made here.
 """
 
 import functools
@@ -49,8 +51,8 @@ import types
 from tapeflow.framework.context import state
 from tapeflow.framework import v1_signatures
 
-# This module imports only `context` of tapeflow (which exports nothing itself), so every
-# other module can export with it.
+# This module imports only `context` and `v1_signatures` of tapeflow (which export nothing
+# themselves), so every other module can export with it.
 
 _EXPORTS = {}       # namespace ("" for the top level, "math", "compat.v1") -> {name: object}
 _MODULES = {}       # namespace -> its module, once populated (later exports are set on it too)

@@ -116,6 +116,7 @@ class _Binder:
         return renamed if renamed in self.tf2 else None
 
 
+@functools.lru_cache(maxsize=None)
 def _parse(params):
     """(inspect.Signature, {name: default}) of a parameter list "(a, b=None, *, c=...)";
     a default that is not a Python literal (`...`) matches nothing."""

@@ -1,5 +1,9 @@
 """`tf.function`: tracing Python functions into graphs, cached by input signature.
 
+Which trace serves a call, how traces are relaxed (`reduce_retracing`) and how
+a concrete function checks its arguments and prints its signature is decided
+by the call's function type (Note [function types] in graph/function_type.py).
+
 A traced function is a `ConcreteFunction`: a `FuncGraph` (placeholders for the
 tensor arguments, captured outer values, the variables it reads) and a compiled
 plan.  Calling it eagerly runs the plan; calling it while a graph is built adds
@@ -471,6 +475,7 @@ class Function:
         self._reduce_retracing = bool(reduce_retracing or experimental_relax_shapes)
         self._canonical = function_type.Canonicalizer(python_function)   # Note [function types]
         self._dispatched = {}       # call types served by a more general trace
+        self._calls = {}            # call keys (function_type.call_key) -> their trace
 
     @property
     def python_function(self):
@@ -519,7 +524,8 @@ class Function:
 
         >>> import tapeflow as tf
         >>> f = tf.function(lambda x, b=2: x * b)
-        >>> print(f.pretty_printed_concrete_signatures(verbose=False)) if f(tf.constant(1.0)) else None
+        >>> _ = f(tf.constant(1.0))
+        >>> print(f.pretty_printed_concrete_signatures(verbose=False))
         (x: TensorSpec(shape=(), dtype=tf.float32, name=None), b: Literal[2]) -> TensorSpec(shape=(), dtype=tf.float32, name=None)
         """
         return ("\n\n" if verbose else "\n").join(c.pretty_printed_signature(verbose) for c in self._cache.values())
@@ -534,10 +540,14 @@ class Function:
                 concrete._function_type = function_type.signature_type(self._input_signature, self._python_function)
         else:
             args, kwargs, params = self._canonical(args, kwargs)
-            request, flat = function_type.function_type(args, kwargs, params)
-            concrete = self._cache.get(request) or self._dispatched.get(request)
+            key, flat = function_type.call_key(args, kwargs)
+            concrete = self._calls.get(key)
             if concrete is None:
-                concrete = self._lookup(request, args, kwargs)
+                request = function_type.function_type(args, kwargs, params)[0]
+                concrete = self._cache.get(request) or self._dispatched.get(request)
+                if concrete is None:
+                    concrete = self._lookup(request, args, kwargs)
+                self._calls[key] = concrete
         tensor_args = [convert_to_tensor(v) for v in flat if isinstance(v, (Tensor, np.ndarray))]
         return concrete, tensor_args
 
@@ -737,7 +747,7 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     """
     def wrap(f):
         return Function(f, input_signature=input_signature, autograph=autograph, jit_compile=jit_compile,
-                        reduce_retracing=reduce_retracing, **kwargs)
+                        reduce_retracing=reduce_retracing or bool(experimental_relax_shapes), **kwargs)
     return wrap if func is None else wrap(func)
 
 

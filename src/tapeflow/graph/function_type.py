@@ -114,8 +114,8 @@ class Literal:
     def supertype(self, other):
         return self if self == other else None
 
-    def __repr__(self):
-        return f"Literal[{self.value!r}]"
+    def __repr__(self):          # a NaN prints as TensorFlow's marker object does
+        return f"Literal[{_NAN if _is_nan(self.value) else self.value!r}]"
 
 
 _NAN = object()
@@ -245,9 +245,11 @@ class Canonicalizer:
         params = list(self.signature.parameters.values()) if self.signature is not None else []
         self.has_varargs = any(p.kind is _P.VAR_POSITIONAL for p in params)
         simple = self.signature is not None and all(
-            p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) and p.default is _P.empty for p in params)
-        self.fast_count = len(params) if simple else -1          # plain positional calls skip `bind`
+            p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params)
+        # positional calls of a function of positional parameters skip `bind`: the defaults fill the rest
         self.fast_params = tuple((p.name, p.kind) for p in params) if simple else None
+        self.fast_defaults = tuple(p.default for p in params) if simple else ()
+        self.fast_required = sum(p.default is _P.empty for p in params) if simple else -1
 
     def __call__(self, args, kwargs):
         """(args, kwargs, params): the call with every parameter given, positional ones by position.
@@ -255,8 +257,10 @@ class Canonicalizer:
         Raises:
           TypeError: the arguments do not bind to the function's parameters.
         """
-        if not kwargs and len(args) == self.fast_count:
-            return tuple(args), {}, self.fast_params
+        if not kwargs and self.fast_required <= len(args) <= len(self.fast_defaults) and (
+                self.fast_required == len(self.fast_defaults) or all(
+                    d is not _P.empty for d in self.fast_defaults[len(args):])):
+            return tuple(args) + self.fast_defaults[len(args):], {}, self.fast_params
         if self.signature is None:
             return tuple(args), dict(kwargs), tuple((f"args_{i}", _P.POSITIONAL_ONLY) for i in range(len(args))) + \
                 tuple((k, _P.KEYWORD_ONLY) for k in kwargs)
@@ -278,6 +282,25 @@ class Canonicalizer:
                 out_args.append(value)
                 params.append((name, _P.POSITIONAL_ONLY if self.has_varargs else kind))
         return tuple(out_args), out_kwargs, tuple(params)
+
+
+_PRIMITIVE = (int, float, bool, str, type(None))
+
+
+def call_key(args, kwargs):
+    """(a cheap key equal for calls of one FunctionType, the leaves in `tf.nest` order): tensors
+    by shape and dtype, numbers and strings by value, other leaves by their trace type.  NaNs never
+    match (their calls take the slower path to the same trace)."""
+    leaves, structure = optree.tree_flatten((args, kwargs), none_is_leaf=True, namespace=_NS)
+    key = [structure]
+    for v in leaves:
+        if isinstance(v, Tensor):
+            key.append((v._value.shape, v._value.dtype))
+        elif type(v) in _PRIMITIVE:
+            key.append(v)
+        else:
+            key.append(leaf_type(v))
+    return tuple(key), leaves
 
 
 def function_type(args, kwargs, params):

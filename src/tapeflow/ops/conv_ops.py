@@ -259,12 +259,14 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # images (the batch folded into N).  B filters meeting one input are one convolution with
 # B*O output channels (folded into O); likewise BackpropInput folds batched filters into
 # C, and BackpropFilter a batched input into C and a batched gradient into O.  When the
-# input (or gradient) and the filter are both batched, the examples share nothing: the
-# windows of every image come from one convolution with a one-hot filter (each channel
-# alone, K taps -> K channels) and meet each example's filter in one batched matmul;
-# BackpropInput adds them back with the transposed convolution of that one-hot filter
-# (col2im).  Both are exact for finite values and cost about K/O of the convolution
-# itself on top.  A batched size input (a shape per example) is NotBatchable.
+# input (or gradient) and the filter are both batched, the examples share nothing (a
+# grouped convolution would cost B times the work): the K taps of every window are cut
+# out (one strided slice per tap; with spatial sizes known only when a graph runs, one
+# convolution of each channel alone with a one-hot filter, K taps -> K channels) and meet
+# each example's filter in one batched matmul, as the kernel's own im2col does;
+# BackpropInput adds its columns back with the transposed convolution of that one-hot
+# filter (col2im, exact for finite values).  A size input that differs per example (a
+# shape per example) is NotBatchable.
 
 from tapeflow.ops import batching, math_ops  # noqa: E402
 
@@ -326,6 +328,15 @@ def _windows_of(conv, x, ks, attrs):
     """[M, *S, C] -> [M, *out, K, C]: the K taps of every window (Note [batched convolutions])."""
     n = len(ks)
     dims = _dims(x)
+    if all(type(d) is int for d in dims[1:-1]):         # known sizes: one strided slice per tap
+        strides, dilations = attrs["strides"], attrs["dilations"]
+        out, pads = _geometry(dims[1:-1], ks, strides, dilations, attrs["padding"], "")
+        if any(p for pair in pads for p in pair):
+            x = array_ops.pad(x, [[0, 0]] + [list(p) for p in pads] + [[0, 0]])
+        taps = [x[(slice(None),) + tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
+                                         for t, d, s, o in zip(tap, dilations, strides, out)) + (slice(None),)]
+                for tap in itertools.product(*map(range, ks))]
+        return array_ops.stack(taps, axis=n + 1)
     per_channel = _reshaped(array_ops.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
                             [dims[0] * dims[-1]] + dims[1:-1] + [1])
     taps = execute(conv, (per_channel, _one_hot_filter(ks, x._value.dtype)), attrs)      # [M*C, *out, K]

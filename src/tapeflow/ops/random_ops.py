@@ -77,6 +77,8 @@ _INT_SHAPES = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
 
 def _shape(shape, type_):
     """The shape argument as a 1-D integer tensor (checked now when its value is known)."""
+    if getattr(shape, "_is_batched", False):
+        return shape                                  # a shape per example: drawn example by example
     sizes = shape_tensors.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
     if isinstance(sizes, Tensor):
         return sizes                                  # checked when the graph runs
@@ -228,8 +230,6 @@ def draw_per_example(op_, inputs, attrs):
     first, rest = inputs[0], tuple(inputs[1:])
     if op_ in _SAMPLERS:
         return _all_levels(lambda sizes: execute(op_, (_with_sizes(sizes, first),) + rest, attrs))
-    if first._is_batched:
-        return execute(op_, inputs, attrs)
     shape = first._value.shape
     dims = shape if shape is not None and None not in shape else array_ops.shape(first)
     batched = _all_levels(lambda sizes: array_ops.broadcast_to(first, _with_sizes(sizes, dims)))
@@ -237,7 +237,9 @@ def draw_per_example(op_, inputs, attrs):
 
 
 def _draw(op_, inputs, attrs):
-    return draw_per_example(op_, inputs, attrs) if state.vmaps else execute(op_, inputs, attrs)
+    if state.vmaps and not any(t._is_batched for t in inputs):
+        return draw_per_example(op_, inputs, attrs)
+    return execute(op_, inputs, attrs)          # batched inputs: the op's rule (or its fallback)
 
 
 def _not_batchable(xs, batched, **attrs):

@@ -29,6 +29,7 @@ import warnings
 import weakref
 
 from tapeflow.framework.errors import OpError
+from tapeflow.graph.autograph import lowering, transformer
 
 _LIBRARIES = frozenset({
     "tapeflow", "numpy", "scipy", "optree", "ml_dtypes", "tensorflow", "keras", "tf_keras", "jax", "torch",
@@ -40,7 +41,7 @@ _DO_NOT_CONVERT = "__tapeflow_do_not_convert__"
 _converted = weakref.WeakKeyDictionary()    # function -> its conversion (or itself: not converted)
 _compiled = weakref.WeakKeyDictionary()     # code object -> (converted code object, converted source)
 _generated = weakref.WeakKeyDictionary()    # code objects made by conversion -> the original function's name
-_trees = {}                                 # filename -> (the lines parsed, module tree)
+_trees = {}                                 # filename -> (the lines parsed, {first line: function nodes})
 
 
 class AutoGraphError(Exception):
@@ -123,7 +124,7 @@ def _convert_cached(f, warn):
             if warn:
                 warnings.warn(f"AutoGraph could not transform {f!r} and will run it as-is.\nCause: {e}\nTo silence "
                               "this warning, decorate the function with @tf.autograph.experimental.do_not_convert",
-                              stacklevel=3)
+                              stacklevel=4)
     _converted[f] = new
     return new
 
@@ -178,16 +179,18 @@ def _operators():
 
 
 def _compile(code, module_globals):
-    from tapeflow.graph.autograph import transformer
     node = _find_node(code, module_globals)
-    node = transformer.convert_function(node, code.co_name)
+    try:
+        node = transformer.convert_function(node, code.co_name)
+    except Exception as e:      # noqa: BLE001 -- a construct the transformation cannot handle
+        raise ConversionError(f"converting {code.co_name}: {type(e).__name__}: {e}") from e
     factory = ast.FunctionDef(
         name="__autograph_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in ("ag__",) + code.co_freevars],
                            vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
         body=[node, ast.Return(ast.Name(node.name, ast.Load()))], decorator_list=[], returns=None)
-    ast.copy_location(factory, node)
-    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
+    lowering.located(factory, node)
+    module = lowering.fill_positions(ast.Module(body=[factory], type_ignores=[]))
     try:
         compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, TypeError) as e:
@@ -218,35 +221,57 @@ def _find_node(code, module_globals):
             tree = ast.parse("".join(lines), code.co_filename)
         except SyntaxError as e:
             raise ConversionError(f"could not parse the source of {code.co_filename}: {e}") from None
-        cached = _trees[code.co_filename] = (lines, tree)
-    matches = [n for n in ast.walk(cached[1]) if _is_node_of(n, code)]
+        by_line = {}
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.Lambda)):
+                by_line.setdefault(_first_line(n), []).append(n)
+        cached = _trees[code.co_filename] = (lines, by_line)
+    matches = [n for n in cached[1].get(code.co_firstlineno, ()) if _is_node_of(n, code)]
+    if len(matches) > 1:
+        matches = [n for n in matches if _holds_code(n, code)]
     if len(matches) != 1:
         what = "no" if not matches else "more than one"
         raise ConversionError(f"{what} function definition matches {code.co_name} at {code.co_filename}:"
                               f"{code.co_firstlineno}")
     node = copy.deepcopy(matches[0])
     if isinstance(node, ast.Lambda):
-        node = ast.copy_location(ast.FunctionDef(name="__autograph_lambda", args=node.args,
-                                                 body=[ast.copy_location(ast.Return(node.body), node.body)],
-                                                 decorator_list=[], returns=None), node)
+        node = lowering.located(ast.FunctionDef(name="__autograph_lambda", args=node.args,
+                                                body=[lowering.located(ast.Return(node.body), node.body)],
+                                                decorator_list=[], returns=None), node)
     node.decorator_list = []
     return node
 
 
+def _first_line(node):
+    """The line a function's code object starts at (its first decorator's)."""
+    if isinstance(node, ast.FunctionDef) and node.decorator_list:
+        return node.decorator_list[0].lineno
+    return node.lineno
+
+
+def _holds_code(node, code):
+    """Whether the lambda `node` holds the instructions of `code` (lambdas sharing a line
+    told apart by their columns)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return True
+    for line, _, col, _ in positions():
+        if line == node.lineno and col:
+            return node.col_offset <= col and (node.end_lineno > line or col < node.end_col_offset)
+    return True
+
+
 def _is_node_of(node, code):
     if isinstance(node, ast.FunctionDef):
-        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        return node.name == code.co_name and first == code.co_firstlineno
-    if isinstance(node, ast.Lambda):
-        if code.co_name != "<lambda>" or node.lineno != code.co_firstlineno:
-            return False
-        args = node.args
-        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-        names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
-        count = code.co_argcount + code.co_kwonlyargcount
-        count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
-        return names == list(code.co_varnames[:count])
-    return False
+        return node.name == code.co_name
+    if code.co_name != "<lambda>":
+        return False
+    args = node.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return names == list(code.co_varnames[:count])
 
 
 # -- calling and errors ----------------------------------------------------------------------

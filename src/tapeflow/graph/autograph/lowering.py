@@ -50,10 +50,35 @@ def _unless(flag, stmts):
     return ast.If(test=ast.UnaryOp(ast.Not(), _name(flag)), body=stmts, orelse=[])
 
 
+def located(new, node):
+    """`new` placed at the start of `node` (one line: Note [generated positions]); left for
+    `fill_positions` when `node` is generated too."""
+    if getattr(node, "lineno", None) is None:
+        return new
+    new.lineno, new.col_offset = node.lineno, node.col_offset
+    new.end_lineno, new.end_col_offset = node.lineno, node.col_offset
+    return new
+
+
+def fill_positions(tree):
+    """Note [generated positions]: generated nodes take the position of the start of the
+    nearest placed node above them, on one line.  (Spanning the lines of the statement
+    they replace, a method call such as `ag__.if_stmt(...)` would be reported at its
+    last line in tracebacks.)"""
+    def fill(node, where):
+        if "lineno" in node._attributes:
+            if getattr(node, "lineno", None) is None:
+                located(node, where)
+            where = node
+        for child in ast.iter_child_nodes(node):
+            fill(child, where)
+    for child in ast.iter_child_nodes(tree):
+        fill(child, child)
+    return tree
+
+
 def _at(node, stmts):
-    for s in stmts:
-        ast.copy_location(s, node)
-    return stmts
+    return [located(s, node) for s in stmts]
 
 
 class Lowering:

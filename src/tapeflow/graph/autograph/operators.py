@@ -51,7 +51,7 @@ def is_undefined(value):
 
 def ld(frame_locals, name):
     """The value of local `name`, or `Undefined(name)` when it is not bound yet."""
-    return frame_locals.get(name, Undefined(name)) if name in frame_locals else Undefined(name)
+    return frame_locals[name] if name in frame_locals else Undefined(name)
 
 
 def retval(value):
@@ -199,7 +199,7 @@ def not_(value):
     return not value
 
 
-# -- assert ---------------------------------------------------------------------------
+# -- run-time checks ---------------------------------------------------------------------------
 
 def _assert_shape(*metas, **attrs):
     return []
@@ -212,21 +212,15 @@ def _assert(condition_, message):
     return ()
 
 
+@_assert.def_batch
+def _assert_batch(xs, batched, message):
+    return execute(_assert, xs, {"message": message}), ()     # every example's condition must hold
+
+
 def runtime_assert(value, message):
     """Raises InvalidArgumentError("assertion failed: [message]") where `value` is false:
     at once when executing eagerly, else when the graph being built runs."""
     execute(_assert, [convert_to_tensor(value)], {"message": str(message)})
-
-
-def assert_stmt(test, message=None):
-    """`assert test, message` (`message` a thunk); a tensor test is checked when the graph runs."""
-    if staged(test):
-        runtime_assert(test, "" if message is None else message())
-        return
-    if message is None:
-        assert test
-    else:
-        assert test, message()
 
 
 # -- builtins that accept tensors ----------------------------------------------------------

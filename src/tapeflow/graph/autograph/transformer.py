@@ -19,16 +19,17 @@ its inputs add those a branch reads before assigning.  A loop's state is what
 its body assigns that is live at the top of an iteration or after the loop.
 A variable that may be unassigned enters as `ag__.ld(locals(), 'name')`.
 Expressions: every call `f(...)` becomes `ag__.call(f)(...)` (converting user
-functions, Note [which functions are converted] in conversion.py), `and`,
-`or`, `not`, `a if c else b` and `assert` become operators that stage on
-tensors.  Generated statements carry the line of the statement they replace,
-so tracebacks point into the user's source.
+functions, Note [which functions are converted] in conversion.py), and
+`and`, `or`, `not` and `a if c else b` become operators that stage on
+tensors (`assert` stays Python, as in TensorFlow).  Generated statements
+carry the line of the statement they replace, so tracebacks point into the
+user's source (Note [generated positions] in lowering.py).
 """
 
 import ast
 
 from tapeflow.graph.autograph import analysis
-from tapeflow.graph.autograph.lowering import SCOPES, Lowering, ag_call
+from tapeflow.graph.autograph.lowering import SCOPES, Lowering, ag_call, located
 
 _UNWRAPPED_CALLS = frozenset({"super", "locals", "globals", "vars", "eval", "exec"})
 
@@ -89,8 +90,8 @@ def _is_ag(node):
 
 
 class _Expressions(ast.NodeTransformer):
-    """Calls, `and`/`or`/`not`, conditional expressions and `assert` (not inside nested
-    functions, which are converted on their own)."""
+    """Calls, `and`/`or`/`not` and conditional expressions (not inside nested functions,
+    which are converted on their own)."""
 
     def visit_FunctionDef(self, node):
         return node
@@ -101,7 +102,7 @@ class _Expressions(ast.NodeTransformer):
         self.generic_visit(node)
         if _is_ag(node.func) or (isinstance(node.func, ast.Name) and node.func.id in _UNWRAPPED_CALLS):
             return node
-        node.func = ast.copy_location(ag_call("call", node.func), node.func)
+        node.func = located(ag_call("call", node.func), node.func)
         return node
 
     def visit_BoolOp(self, node):
@@ -109,24 +110,19 @@ class _Expressions(ast.NodeTransformer):
         if any(isinstance(n, ast.NamedExpr) for v in node.values for n in ast.walk(v)):
             return node         # a walrus inside a thunk would bind in the thunk
         name = "and_" if isinstance(node.op, ast.And) else "or_"
-        return ast.copy_location(ag_call(name, *[_lambda(v) for v in node.values]), node)
+        return located(ag_call(name, *[_lambda(v) for v in node.values]), node)
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return ast.copy_location(ag_call("not_", node.operand), node)
+            return located(ag_call("not_", node.operand), node)
         return node
 
     def visit_IfExp(self, node):
         self.generic_visit(node)
         if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
             return node
-        return ast.copy_location(ag_call("if_exp", node.test, _lambda(node.body), _lambda(node.orelse)), node)
-
-    def visit_Assert(self, node):
-        self.generic_visit(node)
-        args = [node.test] + ([_lambda(node.msg)] if node.msg is not None else [])
-        return ast.copy_location(ast.Expr(ag_call("assert_stmt", *args)), node)
+        return located(ag_call("if_exp", node.test, _lambda(node.body), _lambda(node.orelse)), node)
 
 
 class _ControlFlow:
@@ -191,7 +187,7 @@ class _ControlFlow:
                  self._function(false_name, inputs, node.orelse, outputs, bound),
                  self._result(outputs, ag_call("if_stmt", node.test, _load(true_name), _load(false_name),
                                                self._inputs(inputs, node, bound), _strings(outputs)))]
-        return [ast.copy_location(s, node) for s in stmts]
+        return [located(s, node) for s in stmts]
 
     def _loop_state(self, node, modified):
         return sorted(self._live(modified, node._live_head | node._live_out))
@@ -214,13 +210,13 @@ class _ControlFlow:
                  self._result(state, ag_call("while_stmt", _load(test_name), _load(body_name),
                                              self._inputs(state, node, bound), _strings(state),
                                              self._options(node, {})))]
-        return [ast.copy_location(s, node) for s in stmts]
+        return [located(s, node) for s in stmts]
 
     def _for(self, node, bound):
         targets = analysis.writes([node.target]) - set(self.declared)
         state = self._loop_state(node, self._modified(node.body) | targets)
         body_name, item = self.namer.new("loop_body"), self.namer.new("itr")
-        target_assign = ast.copy_location(ast.Assign(targets=[node.target], value=_load(item)), node)
+        target_assign = located(ast.Assign(targets=[node.target], value=_load(item)), node)
         stmts = [self._function(body_name, [item] + state, [target_assign] + node.body, state, bound)]
         flags = self._stop_flags(node)
         extra = ast.Constant(None)
@@ -233,7 +229,7 @@ class _ControlFlow:
         stmts.append(self._result(state, ag_call("for_stmt", node.iter, extra, _load(body_name),
                                                  self._inputs(state, node, bound), _strings(state),
                                                  self._options(node, options))))
-        return [ast.copy_location(s, node) for s in stmts]
+        return [located(s, node) for s in stmts]
 
 
 def _nested_functions(stmts):
