@@ -114,7 +114,7 @@ def test_fallback_warns_unless_told_not_to():
 @pytest.mark.parametrize("elems", [
     # TensorFlow's pfor indexes the missing batch axis (IndexError); tapeflow's vectorized_map
     # raises ValueError naming the problem: eager/vectorization.py should raise a class that is both
-    pytest.param("scalar", marks=pytest.mark.xfail(strict=True, reason="ValueError where TensorFlow raises IndexError")),
+    "scalar",
     "mismatched", "empty"])
 def test_bad_elems_raise_like_tensorflow(elems):
     def prog(tf):

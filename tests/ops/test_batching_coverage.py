@@ -10,6 +10,7 @@ NO_BATCH_RULE = {
     "Placeholder": "no inputs: never meets a batched tensor",
     "NoOp": "no inputs: never meets a batched tensor",
     "ReadVariableOp": "its one input is a Variable, never batched (the value read is shared by every example)",
+    "Range": "the output's length depends on start, limit and delta: batched ones run per example",
     "StringSplitV2": "the output's length depends on the value: the fallback splits each example's string",
     "NonFiniteReport": "a host op reporting a rejected training step (mixed precision), not vectorized code",
     "SparseReduceSumSparse": "its output's number of entries depends on the indices: the fallback runs it "

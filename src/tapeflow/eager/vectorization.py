@@ -55,13 +55,17 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
     return nest.pack_sequence_as(outputs, flat_out)
 
 
+class _ScalarElems(ValueError, IndexError):
+    """A scalar in `elems`: ValueError, and IndexError as TensorFlow raises (it indexes the shape)."""
+
+
 def _batch_size(flat):
     """The common first dimension of `flat` (a scalar tensor when unknown while a graph is built)."""
     sizes = set()
     for e in flat:
         shape = e._value.shape
         if shape is not None and len(shape) == 0:
-            raise ValueError(f"vectorized_map needs tensors of rank at least 1 in `elems` (the batch is their "
+            raise _ScalarElems(f"vectorized_map needs tensors of rank at least 1 in `elems` (the batch is their "
                              f"first axis); got a scalar of dtype {e.dtype.name}.")
         if shape is not None:
             sizes.add(shape[0])

@@ -463,6 +463,10 @@ def _graph_op(op_, inputs, attrs, metas=None):
 def build_with_metas(op_, inputs, attrs, metas):
     """Adds `op_` to the graph being built with the output Metas its caller worked
     out (control-flow ops, from their traced functions), and records it on tapes."""
+    if state.vmaps:                  # inside a vectorized function (ops/batching.py)
+        for t in inputs:
+            if t._is_batched:
+                return state.vmaps[-1].apply(op_, inputs, attrs)
     return _graph_op(op_, [convert_to_tensor(t) if not isinstance(t, Tensor) and not t._is_variable else t
                            for t in inputs], attrs, metas)
 

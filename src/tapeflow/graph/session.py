@@ -60,6 +60,11 @@ def _placeholder_with_default(x, dtype, shape):
     return x
 
 
+@_placeholder_with_default.def_batch
+def _placeholder_with_default_batch(xs, batched, dtype, shape):
+    return xs[0], True          # a batched default is never fed (it is made inside vectorized code): itself
+
+
 @_placeholder_with_default.def_grad(reads_inputs=False)
 def _placeholder_with_default_grad(op, dy):
     return dy                                            # the default passes through: d x = dy
