@@ -13,7 +13,8 @@ the row in), the check is:
   TensorFlow's on the same half-precision inputs.
 
 For a dtype the row leaves out, TensorFlow must refuse the row (so that `half_dtypes` stays
-TensorFlow's list); tapeflow may run it (see the README's list of such ops).
+TensorFlow's list); tapeflow may run it (the linear algebra and special functions for which
+TensorFlow's CPU build has no half-precision kernel compute in float32 here).
 """
 
 import typing

@@ -322,6 +322,19 @@ def _python_loop_of_tensor_ifs(tf, x):
     return x
 
 
+def _tensor_array_in_branches(tf, x):
+    ta = tf.TensorArray(tf.float32, size=2)
+    if x > 0:
+        ta = ta.write(0, x)
+    else:
+        ta = ta.write(1, -x)
+    return ta.stack()
+
+
+def _casts(tf, x, n, v):
+    return int(x) + 1, float(n) * 2.0, len(v)
+
+
 def _assert_positive(tf, x):
     assert x > 0, "x must be positive"
     assert x < 100
@@ -348,7 +361,9 @@ SUITE = {
     "while": (_while, [3.0], [200.0]),
     "python_while": (_python_while, [1.5]),
     "for_range": (_for_range, [[1.0, 2.0], np.int32(4)], [[1.0, 2.0], np.int32(0)]),
-    "for_range_down": (_for_range_down, [2.0, np.int32(7)]),
+    "for_range_down": (_for_range_down, [2.0, np.int32(7)], [2.0, np.int32(0)]),
+    "tensor_array_in_branches": (_tensor_array_in_branches, [2.0], [-3.0]),
+    "casts": (_casts, [2.5, np.int32(3), [1.0, 2.0, 3.0]]),
     "for_builtin_range": (_for_builtin_range, [2.0, np.int32(3)], [2.0, Py(2)]),
     "for_rows": (_for_rows, [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]]),
     "for_python_list": (_for_python_list, [1.5]),
@@ -422,6 +437,8 @@ def test_variables_written_in_branches():
                 v.assign_sub(1.0)
             for i in tf.range(3):
                 v.assign_add(tf.cast(i, tf.float32))
+            while v < 20.0:                 # a loop whose only effect is on the variable
+                v.assign_add(4.0)
             return v.read_value()
         return [f(tf.constant(2.0)), f(tf.constant(-1.0)), v]
     same(program)
@@ -587,6 +604,20 @@ def _helper_raising(x):
     raise ValueError("from a helper")
 
 
+def _append_in_tensor_loop(tf, x, n):
+    out = []
+    for i in tf.range(n):
+        out.append(x * tf.cast(i, tf.float32))
+    return tf.stack(out)
+
+
+def _list_in_tensor_loop(tf, x, n):
+    out = []
+    for i in tf.range(n):
+        out = out + [x]
+    return out
+
+
 def _iterate_tensor_array(tf, x):
     ta = tf.TensorArray(tf.float32, size=3).unstack(x)
     s = 0.0
@@ -615,6 +646,8 @@ ERRORS = {
     "missing_key": (_missing_key, [1.0]),
     "value_error_in_helper": (_raise_value_error_deep, [1.0]),
     "iterate_tensor_array": (_iterate_tensor_array, [[1.0, 2.0, 3.0]]),
+    "append_in_tensor_loop": (_append_in_tensor_loop, [1.0, np.int32(3)]),
+    "list_in_tensor_loop": (_list_in_tensor_loop, [1.0, np.int32(3)]),
     "zero_iterations": (_defined_in_loop, [1.5, np.int32(0)]),
     "assert_on_a_tensor": (_assert_positive, [2.0]),     # TensorFlow leaves `assert` unconverted
 }
@@ -803,7 +836,8 @@ def test_conversion_is_cached_per_function_and_code(monkeypatch):
     from tapeflow.graph.autograph import conversion, transformer
     calls = []
     original = transformer.convert_function
-    monkeypatch.setattr(transformer, "convert_function", lambda node, name: calls.append(name) or original(node, name))
+    monkeypatch.setattr(transformer, "convert_function",
+                        lambda node, name, **kw: calls.append(name) or original(node, name, **kw))
 
     def make(k):
         def scaled(x):
@@ -843,13 +877,15 @@ def test_library_functions_are_not_converted():
 
 
 def test_function_without_source_runs_unconverted_with_a_warning():
-    namespace = {}
-    exec("def f(x):\n    return x * 2\n", namespace)   # no file: no source to convert
+    def program(tf):
+        namespace = {}
+        exec("def f(x):\n    return x * 2\n", namespace)   # no file: no source to convert
+        return [tf.function(namespace["f"])(tf.constant(2.0)),
+                run(lambda tf: tf.autograph.to_code(namespace["f"]), tf),
+                run(lambda tf: tf.autograph.to_graph(namespace["f"]), tf)]
     with pytest.warns(UserWarning, match="AutoGraph could not transform"):
-        out = tapeflow.function(namespace["f"])(tapeflow.constant(2.0))
-    assert float(out) == 4.0
-    with pytest.raises(tapeflow.autograph.experimental.__dict__.get("ConversionError", Exception)):
-        tapeflow.autograph.to_code(namespace["f"])
+        ours = same(program)
+    assert type(ours[1].exc).__name__ == "ConversionError"
 
 
 def test_unconverted_python_function_keeps_python_semantics():
@@ -873,3 +909,96 @@ def test_unconverted_python_function_keeps_python_semantics():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert converted([], 1) is None
+
+    def first_over(values, limit):
+        for v in values:
+            while v > 100:
+                v = v // 2
+                if v == limit:
+                    return -v
+            if v > limit:
+                return v
+        return None
+    converted = tapeflow.autograph.to_graph(first_over)
+    for values, limit in (([1, 5, 9], 4), ([1, 2], 4), ([1000, 3], 125), ([], 0)):
+        assert converted(values, limit) == first_over(values, limit)
+
+
+def _factorial(n, x):
+    if n == 0:
+        return x
+    return _factorial(n - 1, x * n)
+
+
+_STEP = 0.0
+
+
+def _with_global(x):
+    global _STEP
+    _STEP = 5.0
+    while x < 10.0:
+        x = x + _STEP
+    return x
+
+
+def test_signatures_recursion_and_globals():
+    def program(tf):
+        @tf.function
+        def f(x, scale=2.0, *rest, shift=1.0, **extra):
+            if x > 0:
+                x = x * scale
+            return x + shift + sum(rest) + extra.get("more", 0.0)
+        return [f(tf.constant(1.0), 3.0, 1.0, shift=3.0, more=10.0), f(tf.constant(-1.0)),
+                tf.function(_factorial)(4, tf.constant(1.5)), tf.function(_with_global)(tf.constant(1.0)), _STEP]
+    same(program)
+
+
+def test_super_in_a_converted_branch():
+    """Deliberate difference: TensorFlow 2.21 fails on `super()` inside a converted branch
+    (AttributeError); tapeflow passes the method's class and instance."""
+    class Base:
+        def value(self, x):
+            return x + 1.0
+
+    class Child(Base):
+        @tapeflow.function
+        def value(self, x):
+            if x > 0:
+                y = super().value(x) * 2.0
+            else:
+                y = x
+            return y
+    assert [float(Child().value(tapeflow.constant(v))) for v in (1.0, -1.0)] == [4.0, -1.0]
+
+
+def test_loop_else_clauses_are_converted():
+    """Deliberate difference: TensorFlow 2.21 does not convert `while ... else` (it warns and
+    runs the function as written, so a tensor test fails); tapeflow converts it."""
+    def while_else(x):
+        while x < 10.0:
+            x = x + 3.0
+            if x == 7.0:
+                break
+        else:
+            x = x * 10.0
+        return x
+
+    def for_else(x, n):
+        for i in tapeflow.range(n):
+            if x > 5.0:
+                break
+            x = x + 2.0
+        else:
+            x = -x
+        return x
+    f, g = tapeflow.function(while_else), tapeflow.function(for_else)
+    assert [float(f(tapeflow.constant(v))) for v in (1.0, 2.0, 20.0)] == [7.0, 110.0, 200.0]
+    assert [float(g(tapeflow.constant(1.0), tapeflow.constant(n))) for n in (1, 5)] == [-3.0, 7.0]
+
+
+def test_to_graph_of_a_method():
+    """A bound method converts to a bound method (TensorFlow 2.21 returns the function
+    unbound, so the call misses an argument)."""
+    grow = tapeflow.autograph.to_graph(_Scaler(2.0).grow)
+    out = tapeflow.function(lambda x: grow(tapeflow, x), autograph=False)(tapeflow.constant(3.0))
+    assert float(out) == 12.0

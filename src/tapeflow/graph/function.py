@@ -93,6 +93,7 @@ class FuncGraph(Graph):
             return self._copies[t._id]
         placeholder = self._capture_of.get(t._id)
         if placeholder is None:
+            _check_reachable(self, t)
             placeholder = self._new_placeholder(t._value.shape, t._value.dtype, "capture")
             self._capture_of[t._id] = placeholder
             self.captures.append((t, placeholder))
@@ -102,6 +103,31 @@ class FuncGraph(Graph):
         shape = None if shape is None else tuple(shape)       # None: unknown rank
         return self._create_op(_placeholder, [], {"dtype": np.dtype(dtype), "shape": shape, "name": name},
                                metas=[Meta(shape, np.dtype(dtype))])
+
+
+def _check_reachable(graph, t):
+    """A function may capture the tensors of the graphs it is built in, not those of a
+    function traced inside one of them (a tensor a loop body appended to a Python list):
+    ValueError, TensorFlow's InaccessibleTensorError.  (A tensor kept from a function
+    traced on its own fails when the capture is fed: op_def's _check_escaped.)"""
+    home = t.graph if isinstance(t, SymbolicTensor) else None
+    if home is None or not home.building_function or home._copies is not None:
+        return
+    enclosing, g = set(), graph
+    while g is not None:
+        enclosing.add(id(g))
+        g = getattr(g, "outer_graph", None)
+    if id(home) in enclosing:
+        return
+    g = home.outer_graph
+    while g is not None and id(g) not in enclosing:
+        g = getattr(g, "outer_graph", None)
+    if g is not None:
+        raise ValueError(f"{t!r} is out of scope and cannot be used here. Use return values, explicit Python locals "
+                         "or TensorFlow collections to access it.\nPlease see https://www.tensorflow.org/guide/"
+                         "function#all_outputs_of_a_tffunction_must_be_return_values for more information.\n\n"
+                         f"The tensor {t!r} cannot be accessed from {graph.name}, because it was defined in "
+                         f"{home.name}, which is out of scope.")
 
 
 # -- the call op ------------------------------------------------------------------

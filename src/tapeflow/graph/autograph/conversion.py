@@ -23,6 +23,7 @@ import inspect
 import linecache
 import os
 import sys
+import sysconfig
 import traceback
 import types
 import warnings
@@ -36,6 +37,7 @@ _LIBRARIES = frozenset({
     "threadpoolctl", "mpi4py", "sklearn", "pandas", "tqdm", "pytest", "_pytest", "pluggy", "hypothesis", "IPython",
 })
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_STDLIB = sysconfig.get_paths()["stdlib"]
 _DO_NOT_CONVERT = "__tapeflow_do_not_convert__"
 
 _converted = weakref.WeakKeyDictionary()    # function -> its conversion (or itself: not converted)
@@ -75,14 +77,12 @@ _KeyError.__name__ = "KeyError"
 
 def _is_library(f):
     module = getattr(f, "__module__", None)
-    if not isinstance(module, str):
-        return False
-    top = module.partition(".")[0]
-    return top in _LIBRARIES or top in sys.stdlib_module_names
-
-
-def is_generated(code):
-    return code in _generated
+    if isinstance(module, str) and module.partition(".")[0] in _LIBRARIES:
+        return True
+    code = getattr(f, "__code__", None)
+    if code is not None:            # the standard library, by file (a user's module may share a name)
+        return code.co_filename.startswith(_STDLIB) and "site-packages" not in code.co_filename
+    return isinstance(module, str) and module.partition(".")[0] in sys.stdlib_module_names
 
 
 def converted_callable(f, warn=True):
@@ -181,9 +181,11 @@ def _operators():
 def _compile(code, module_globals):
     node = _find_node(code, module_globals)
     try:
-        node = transformer.convert_function(node, code.co_name)
+        node = transformer.convert_function(node, code.co_name, in_class="__class__" in code.co_freevars)
     except Exception as e:      # noqa: BLE001 -- a construct the transformation cannot handle
         raise ConversionError(f"converting {code.co_name}: {type(e).__name__}: {e}") from e
+    source = ast.unparse(node)
+    node.name = "__autograph_converted"     # not its own name: a recursive call must find the original
     factory = ast.FunctionDef(
         name="__autograph_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in ("ag__",) + code.co_freevars],
@@ -197,10 +199,12 @@ def _compile(code, module_globals):
         raise ConversionError(f"the converted code of {code.co_name} does not compile: {e}") from None
     outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
     new_code = next(c for c in outer.co_consts if isinstance(c, types.CodeType) and c.co_name == node.name)
-    if code.co_name == "<lambda>":
-        new_code = new_code.replace(co_name="<lambda>", co_qualname=code.co_qualname)
+    names = {"co_name": code.co_name}
+    if hasattr(code, "co_qualname"):
+        names["co_qualname"] = code.co_qualname
+    new_code = new_code.replace(**names)
     _register(new_code, code.co_name)
-    return new_code, ast.unparse(node)
+    return new_code, source
 
 
 def _register(code, name):
@@ -214,7 +218,10 @@ def _find_node(code, module_globals):
     """The syntax tree of the function whose code is `code`, found in its file."""
     lines = linecache.getlines(code.co_filename, module_globals)
     if not lines:
-        raise ConversionError(f"could not get source code of {code.co_name} ({code.co_filename})")
+        raise ConversionError(f"Unable to locate the source code of {code.co_name} ({code.co_filename}). Functions "
+                              "defined in an interactive shell or by exec do not expose their source: define them "
+                              "in a .py file, or, if the code is graph-compatible, wrap the call with "
+                              "@tf.autograph.experimental.do_not_convert.")
     cached = _trees.get(code.co_filename)
     if cached is None or cached[0] is not lines:
         try:
@@ -299,13 +306,16 @@ def staging_error(e):
         return e
     message = _user_frames_message(e)
     kind = type(e)
-    if issubclass(kind, OpError):
-        new = kind(e.node_def, e.op, message)
-    elif kind in _STRING_CONSTRUCTED or kind.__init__ is Exception.__init__ or issubclass(kind, AutoGraphError):
-        new = kind(message)
-    elif kind is KeyError:
-        new = _KeyError(message, e.args[0] if e.args else None)
-    else:
+    try:
+        if issubclass(kind, OpError):
+            new = kind(e.node_def, e.op, message)
+        elif kind in _STRING_CONSTRUCTED or kind.__init__ is Exception.__init__ or issubclass(kind, AutoGraphError):
+            new = kind(message)
+        elif kind is KeyError:
+            new = _KeyError(message, e.args[0] if e.args else None)
+        else:
+            new = StagingError(message)
+    except Exception:       # noqa: BLE001 -- a class that cannot be rebuilt from a message
         new = StagingError(message)
     new._autograph_frames = True
     return new

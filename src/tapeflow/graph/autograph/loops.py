@@ -82,30 +82,31 @@ def _staged_while(test, body, inputs, names, opts):
     else:
         _check_inputs(inputs, names)
     init = inputs
+    # a leading loop variable: whether an iteration ran (when one must), or a stand-in for a
+    # loop whose state is empty (its body only has effects: variable writes, prints)
+    lead = [False] if once else [0] if not inputs else []
 
     def loop_test(*values):
-        return condition(test(*values[once:]), "while loop")
+        return condition(test(*values[len(lead):]), "while loop")
 
     def loop_body(*values):
-        entry = values[once:]
+        entry = values[len(lead):]
         out = tuple(body(*entry))
         _check_iteration(init, entry, out, names, invariants)
-        return ((True,) if once else ()) + out
+        return ([True] if once else lead) + list(out)
 
-    loop_vars = ([False] if once else []) + list(inputs)
     flat_invariants = None
     if any(i is not None for i in invariants):
-        flat_invariants = ([None] if once else []) + [
+        flat_invariants = [None] * len(lead) + [
             inv if inv is not None else [None] * len(nest.flatten(v)) for v, inv in zip(inputs, invariants)]
-    out = control_flow.while_loop(loop_test, loop_body, loop_vars, shape_invariants=flat_invariants,
+    out = control_flow.while_loop(loop_test, loop_body, lead + list(inputs), shape_invariants=flat_invariants,
                                   maximum_iterations=opts.get("maximum_iterations"))
     out = tuple(out)
     if once:
         undefined = ", ".join("the function return value" if isinstance(v, UndefinedReturnValue) else n
                               for n, v, null in zip(names, original, nulls) if null)
         runtime_assert(out[0], f"loop must iterate at least once to initialize {undefined}")
-        out = out[1:]
-    return out
+    return out[len(lead):]
 
 
 def _invariants(opts, inputs):

@@ -91,7 +91,11 @@ def _is_ag(node):
 
 class _Expressions(ast.NodeTransformer):
     """Calls, `and`/`or`/`not` and conditional expressions (not inside nested functions,
-    which are converted on their own)."""
+    which are converted on their own).  In a method, `super()` gets its arguments
+    (`super(__class__, self)`): it may run inside a generated branch or loop function."""
+
+    def __init__(self, self_name=None):
+        self.self_name = self_name
 
     def visit_FunctionDef(self, node):
         return node
@@ -100,6 +104,8 @@ class _Expressions(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args and self.self_name:
+            node.args = [located(_load("__class__"), node), located(_load(self.self_name), node)]
         if _is_ag(node.func) or (isinstance(node.func, ast.Name) and node.func.id in _UNWRAPPED_CALLS):
             return node
         node.func = located(ag_call("call", node.func), node.func)
@@ -248,8 +254,9 @@ def _decorated_do_not_convert(fn):
     return any("do_not_convert" in ast.unparse(d) for d in fn.decorator_list)
 
 
-def convert_function(fn, name):
-    """Converts the syntax tree of one function (its nested functions first); returns it."""
+def convert_function(fn, name, in_class=False):
+    """Converts the syntax tree of one function (its nested functions first); returns it.
+    `in_class`: the function is a method using `super()` (its code has a `__class__` cell)."""
     closure_reads = analysis.closure_reads(fn)
     for inner in list(_nested_functions(fn.body)):
         if isinstance(inner, ast.FunctionDef) and not _decorated_do_not_convert(inner):
@@ -259,7 +266,9 @@ def convert_function(fn, name):
     fn.body = lowering.loops(fn.body)
     lowering.returns(fn)
     analysis.annotate(fn)
-    fn.body = [_Expressions().visit(s) for s in fn.body]
+    positional = fn.args.posonlyargs + fn.args.args
+    expressions = _Expressions(positional[0].arg if in_class and positional else None)
+    fn.body = [expressions.visit(s) for s in fn.body]
     declared = analysis.declared(fn)
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
