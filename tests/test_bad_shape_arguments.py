@@ -60,9 +60,9 @@ CALLS = {
     "unstack": lambda tf, x, b: tf.unstack(x, axis=b),
 }
 
-# Squeeze of a scalar tensor axis (TF 2.21: MemoryError eagerly) and of an infinite one in a
-# function (autograph's StagingError) are TensorFlow accidents, not drawn here; split of a
-# 2-D size tensor in a function aborts TensorFlow.
+# Squeeze of a scalar tensor axis (TF 2.21: MemoryError eagerly) is a TensorFlow accident, not
+# drawn here (an infinite one: the two tests below); split of a 2-D size tensor in a function
+# aborts TensorFlow.
 SKIP = {("squeeze", "scalar_tensor"), ("squeeze", "inf"), ("split", "int_tensor")}
 CASES = [(api, bad) for api in CALLS for bad in BAD if (api, bad) not in SKIP]
 
@@ -96,6 +96,10 @@ def test_bad_argument_traced(api, bad):
 
 def test_squeeze_infinite_axis_eager():
     same(_program("squeeze", "inf", traced=False))          # OverflowError from int(inf), as in TF
+
+
+def test_squeeze_infinite_axis_traced():
+    same(_program("squeeze", "inf", traced=True))           # AutoGraph wraps that OverflowError in a StagingError
 
 
 # Good arguments in the forms the checks must keep taking.

@@ -295,18 +295,14 @@ def every_case(apis=None):
 # The cases where tapeflow still raises another class than TensorFlow, all TensorFlow
 # accidents (the README's list of deliberate differences), per API: the bad values, suffixed
 # "/e" (eager) or "/t" (traced).  A new mismatch fails the fuzzer.
-#   inf/t: TensorFlow's AutoGraph wraps the OverflowError of int(inf) (its own class eagerly,
-#     and ours in both modes) in a StagingError, which is no OverflowError.
 #   softmax rank 0 and NaN rows: TensorFlow's float32 oneDNN kernel raises AbortedError for a
 #     scalar (its float64 kernel: InvalidArgumentError, as ours) and returns 0 where a NaN row
 #     holds finite entries (all NaN here, as its float64 kernel gives).
 #   squeeze scalar_tensor/e: TensorFlow 2.21 raises MemoryError (std::bad_alloc) for a 0-d
 #     tensor axis eagerly; ours is the TypeError its graphs raise.
 KNOWN_MISMATCHES = {
-    "avg_pool": frozenset("inf/t".split()),
-    "max_pool_traced_only": frozenset("inf/t".split()),
     "softmax": frozenset("float/e inf/e nan/e nan_tensor/e nan_tensor/t scalar_tensor/e".split()),
-    "squeeze": frozenset("inf/t scalar_tensor/e".split()),
+    "squeeze": frozenset("scalar_tensor/e".split()),
 }
 
 
