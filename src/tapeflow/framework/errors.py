@@ -54,3 +54,9 @@ class ResourceExhaustedError(OpError):
 @tf_export("errors.UnknownError")
 class UnknownError(OpError):
     pass
+
+
+@tf_export("errors.OperatorNotAllowedInGraphError")
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operation on a graph tensor that needs its value (`bool`, iteration) while
+    the graph is built: use `tf.cond`/`tf.while_loop`, or let AutoGraph convert the code."""

@@ -9,6 +9,7 @@ tensors.  The shape itself is None when even the rank is unknown (Note
 
 import numpy as np
 
+from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.context import default_session
 from tapeflow.framework.meta import Meta  # noqa: F401  (ops reach it here too)
 from tapeflow.framework.op_def import op
@@ -76,7 +77,7 @@ class SymbolicTensor(Tensor):
             "you're trying to pass a Tensor to a NumPy call, which is not supported.")
 
     def __bool__(self):
-        raise TypeError(f"Using a symbolic tf.Tensor ({self.name}) as a Python `bool` is not allowed: "
+        raise OperatorNotAllowedInGraphError(f"Using a symbolic tf.Tensor ({self.name}) as a Python `bool` is not allowed: "
                         "use tf.cond for data-dependent control flow.")
 
     def __float__(self):

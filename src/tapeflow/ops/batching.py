@@ -35,6 +35,7 @@ import warnings
 import numpy as np
 
 from tapeflow.framework.context import state
+from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.meta import Meta
 from tapeflow.framework.op_def import execute, record
 from tapeflow.framework.tensor import Tensor
@@ -99,8 +100,9 @@ class BatchedTensor(Tensor):
         self.numpy()
 
     def __bool__(self):
-        raise TypeError("Using a tensor inside a vectorized function as a Python `bool` is not allowed: its value "
-                        "differs from example to example. Use tf.where or tf.cond.")
+        raise OperatorNotAllowedInGraphError(
+            "Using a tensor inside a vectorized function as a Python `bool` is not allowed: its value "
+            "differs from example to example. Use tf.where or tf.cond.")
 
     def __repr__(self):
         return f"<tf.Tensor (vectorized) shape={self.shape} dtype={self.dtype.name}>"
