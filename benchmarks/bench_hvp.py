@@ -13,9 +13,10 @@ one warm-up call, interleaved per round.
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from workloads import add_peers, interleaved
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 N = 2000
@@ -70,21 +71,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     import tapeflow
-    cases = _tf_cases(tapeflow, "tapeflow")
-    for name, make in (("TensorFlow", lambda: _tf_cases(__import__("tensorflow"), "TensorFlow")),
-                       ("PyTorch", _torch_cases)):
-        try:
-            cases.update(make())
-        except ImportError:
-            print(f"skipping {name}: not importable")
-    for step in cases.values():
-        step()
-    samples = {name: [] for name in cases}
-    for _ in range(args.rounds):
-        for name, step in cases.items():
-            start = time.perf_counter()
-            step()
-            samples[name].append(time.perf_counter() - start)
+    cases = add_peers(_tf_cases(tapeflow, "tapeflow"), (
+        ("TensorFlow", lambda: _tf_cases(__import__("tensorflow"), "TensorFlow")), ("PyTorch", _torch_cases)))
+    samples = interleaved(cases, args.rounds)
     print(f"Hessian-vector product, n = {N}, float64: ms per call, median (best)")
     for name, s in samples.items():
         print(f"  {name:40s} {np.median(s) * 1e3:8.2f} ({min(s) * 1e3:.2f})")

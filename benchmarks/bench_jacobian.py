@@ -16,9 +16,10 @@ two warm-up calls, interleaved per round.
 
 import argparse
 import os
-import time
 
 import numpy as np
+
+from workloads import add_peers, interleaved
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 N, BATCH = 256, 64
@@ -87,22 +88,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     import tapeflow
-    cases = _tf_cases(tapeflow, "tapeflow", loop=True)
-    for name, make in (("TensorFlow", lambda: _tf_cases(__import__("tensorflow"), "TensorFlow")),
-                       ("PyTorch", _torch_cases), ("JAX", _jax_cases)):
-        try:
-            cases.update(make())
-        except ImportError:
-            print(f"skipping {name}: not importable")
-    for step in cases.values():
-        step()
-        step()
-    samples = {name: [] for name in cases}
-    for _ in range(args.rounds):
-        for name, step in cases.items():
-            start = time.perf_counter()
-            step()
-            samples[name].append(time.perf_counter() - start)
+    cases = add_peers(_tf_cases(tapeflow, "tapeflow", loop=True), (
+        ("TensorFlow", lambda: _tf_cases(__import__("tensorflow"), "TensorFlow")),
+        ("PyTorch", _torch_cases), ("JAX", _jax_cases)))
+    samples = interleaved(cases, args.rounds, warmup=2)
     print(f"Jacobian of tanh(W @ x), n = {N} (batch Jacobian: batch {BATCH}), float32: ms per call, median (best)")
     for name, s in samples.items():
         print(f"  {name:42s} {np.median(s) * 1e3:8.3f} ({min(s) * 1e3:.3f})")

@@ -268,3 +268,34 @@ MLP = {
     "TensorFlow eager": tensorflow_mlp,
     "PyTorch eager": torch_mlp,
 }
+
+
+def interleaved(cases, rounds, warmup=1):
+    """Times each callable of `cases` (name -> step) `rounds` times after `warmup` calls,
+    interleaving the cases round by round so that drift hits them alike.
+
+    Returns:
+      name -> list of seconds per call.
+    """
+    import time
+    for step in cases.values():
+        for _ in range(warmup):
+            step()
+    samples = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, step in cases.items():
+            start = time.perf_counter()
+            step()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def add_peers(cases, makers):
+    """Adds the cases of each importable peer (`makers`: framework name -> function
+    returning its cases); prints which were skipped."""
+    for name, make in makers:
+        try:
+            cases.update(make())
+        except ImportError:
+            print(f"skipping {name}: not importable")
+    return cases

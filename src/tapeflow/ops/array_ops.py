@@ -383,15 +383,7 @@ def _broadcast_to(x, shape):
 
 @_broadcast_to.def_batch
 def _broadcast_to_batch(xs, batched, shape=None):
-    if len(xs) > 1 and batched[1]:
-        raise batching.NotBatchable                     # a shape per example
-    x = xs[0]
-    dims = xs[1] if len(xs) > 1 else shape
-    rank_ = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
-    if rank_ is None:
-        raise batching.NotBatchable
-    x = batching.insert_axes(x, 1, rank_ - batching.example_rank(x, True))
-    return broadcast_to(x, batching.prepend(batching.batch_size_of(x), dims)), True
+    return batching.broadcast_to_shape_input(xs, batched, shape)
 
 
 @_broadcast_to.def_grad(reads_inputs=False)

@@ -287,6 +287,22 @@ def prepend(size, dims):
     return array_ops.concat([head, dims], 0)
 
 
+def broadcast_to_shape_input(xs, batched, dims):
+    """The rule of ops broadcasting their input 0 to a shape given as input 1 or as the attr
+    `dims` (BroadcastTo, Fill): the stacked input with its example's axes aligned, broadcast
+    to the batch size followed by the shape."""
+    if len(xs) > 1 and batched[1]:
+        raise NotBatchable                              # a shape per example
+    from tapeflow.ops import array_ops
+    x = xs[0]
+    dims = xs[1] if len(xs) > 1 else dims
+    rank = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
+    if rank is None:
+        raise NotBatchable
+    x = insert_axes(x, 1, rank - example_rank(x, True))
+    return array_ops.broadcast_to(x, prepend(batch_size_of(x), dims)), True
+
+
 def broadcast_batch(x, size):
     """The stacked tensor whose every example is `x` (which is not batched)."""
     from tapeflow.ops import array_ops

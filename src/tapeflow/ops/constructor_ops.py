@@ -296,15 +296,7 @@ def _fill(value, dims):
 
 @_fill.def_batch
 def _fill_batch(xs, batched, dims=None):
-    if len(xs) > 1 and batched[1]:
-        raise batching.NotBatchable                     # a shape per example
-    value = xs[0]
-    dims = xs[1] if len(xs) > 1 else dims
-    rank_ = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
-    if rank_ is None:
-        raise batching.NotBatchable
-    value = batching.insert_axes(value, 1, rank_)
-    return array_ops.broadcast_to(value, batching.prepend(batching.batch_size_of(value), dims)), True
+    return batching.broadcast_to_shape_input(xs, batched, dims)     # a scalar per example, broadcast
 
 
 @_fill.def_grad(reads_inputs=False)
