@@ -297,6 +297,7 @@ def call_converted(f, args, kwargs):
 
 _STRING_CONSTRUCTED = (AssertionError, AttributeError, NameError, NotImplementedError, RuntimeError, StopIteration,
                        TypeError, UnboundLocalError, ValueError)
+_STRING_INITS = tuple(k.__init__ for k in _STRING_CONSTRUCTED)
 
 
 def staging_error(e):
@@ -309,7 +310,8 @@ def staging_error(e):
     try:
         if issubclass(kind, OpError):
             new = kind(e.node_def, e.op, message)
-        elif kind in _STRING_CONSTRUCTED or kind.__init__ is Exception.__init__ or issubclass(kind, AutoGraphError):
+        elif (kind in _STRING_CONSTRUCTED or kind.__init__ is Exception.__init__ or issubclass(kind, AutoGraphError)
+              or kind.__init__ in _STRING_INITS):      # their subclasses keeping their constructor
             new = kind(message)
         elif kind is KeyError:
             new = _KeyError(message, e.args[0] if e.args else None)
