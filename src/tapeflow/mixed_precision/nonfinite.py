@@ -45,7 +45,7 @@ on `should_apply`: on a finite step the cond takes the other branch and the op
 never runs.  For a LossScaleGradientTape it takes the seeds, the unscaled
 gradients and the forward values the gradient rules read, only those the
 traced backward pass already captured (so no value lives longer for it), and
-at run time rebuilds eager records from them (`_Replay`: the other inputs
+at run time rebuilds eager records from them (`_replay`: the other inputs
 become zero stand-ins of their static shape) and runs the same `locate` as
 eager mode.  Ops inside a nested function or control flow are reported as the
 call or loop op that holds them.
@@ -62,7 +62,7 @@ from tapeflow.eager.tape import Tape
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import eager_mode, executing_eagerly, state, tapes_paused
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE, op
+from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE, OpRecord, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.graph import control_flow
 from tapeflow.ops import gradient_rules
@@ -215,7 +215,7 @@ def locate(records, seeds, source_ids):
 
     Args:
       records: the op records from the tape, in creation order (OpRecords, or
-        `_Replay`s of graph records), ending with the targets' newest op.
+        `_replay`ed graph records), ending with the targets' newest op.
       seeds: tensor id -> the gradient the backprop starts from (the scaled ones).
       source_ids: ids of the differentiation sources.
 
@@ -435,32 +435,12 @@ def when_rejected(should_apply, tensors, callback):
 
 # -- replaying graph records eagerly --------------------------------------------------------------
 
-class _Replay:
-    """A graph record with values: what a gradient rule sees (the OpRecord interface)."""
-
-    __slots__ = ("op", "inputs", "outputs", "attrs", "input_ids", "output_ids", "out_specs",
-                 "skip_input_indices")
-
-    def __init__(self, rec, inputs, outputs):
-        self.op = rec.op
-        self.attrs = rec.attrs
-        self.inputs = inputs
-        self.outputs = outputs
-        self.input_ids = list(rec.input_ids)
-        self.output_ids = list(rec.output_ids)
-        self.skip_input_indices = rec.skip_input_indices
-        self.out_specs = None if len(outputs) == 1 else [(t._value.shape, t._value.dtype) for t in outputs]
-
-    @property
-    def type(self):
-        return self.op.type
-
-    @property
-    def name(self):
-        return self.op.type
-
-    def get_attr(self, name):
-        return self.attrs[name]
+def _replay(rec, inputs, outputs):
+    """A graph record with values: an eager OpRecord (what a gradient rule sees) holding
+    every input and output, under the graph record's ids."""
+    replayed = OpRecord(rec.op, inputs, list(rec.input_ids), outputs, rec.attrs, rec.skip_input_indices)
+    replayed.inputs, replayed.outputs, replayed.output_ids = inputs, outputs, list(rec.output_ids)
+    return replayed
 
 
 def _static(t):
@@ -523,7 +503,7 @@ class GraphRecords:
                 made[t_id] = spec[1]
             else:
                 made[t_id] = Tensor(np.broadcast_to(np.zeros((), spec[2]), spec[1]))
-        return [_Replay(rec, [made[i] for i in rec.input_ids], [made[i] for i in rec.output_ids])
+        return [_replay(rec, [made[i] for i in rec.input_ids], [made[i] for i in rec.output_ids])
                 for rec in self.records]
 
 
