@@ -331,12 +331,6 @@ def shift_axes(axes, count=1):
     return tuple(a + count for a in axes)
 
 
-def unbatched_result(fn):
-    """A rule for ops whose output does not depend on the batch (the op runs once)."""
-    def rule(xs, batched, **attrs):
-        return fn(xs, batched, **attrs), False
-    return rule
-
 
 # Note [functions in vectorized code]: a function traced while vectorizations are active
 # (a tf.function called inside vectorized_map, the branches of tf.cond, a while_loop body)
