@@ -15,6 +15,7 @@ from tapeflow.framework.export import populate as _populate
 _populate(__name__)
 
 from tapeflow import mixed_precision  # noqa: E402,F401  (before compat: it exports compat.v1.mixed_precision)
+from tapeflow import distribute  # noqa: E402,F401  (before optimizers, which read the strategy)
 from tapeflow import optimizers, keras  # noqa: E402,F401  (after mixed_precision, before compat: compat.v1.train)
 from tapeflow import autodiff, bitwise, compat, dtypes, errors, linalg, math, nest, nn, random, sparse, strings, test  # noqa: E402,F401
 from tapeflow import autograph, types  # noqa: E402,F401

@@ -30,6 +30,7 @@ from tapeflow.framework.export import call_named
 from tapeflow.framework.tensor_shape import TensorShape
 
 _TRAINABLE = _dtypes.TRAINABLE_NP
+_HALF = frozenset((np.dtype(_dtypes.float16._np), np.dtype(_dtypes.bfloat16._np)))
 NOT_DIFFERENTIABLE = object()   # registered with no_gradient: inputs get None
 
 _OPS = {}        # op type -> Op, the registry
@@ -42,7 +43,12 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   type            the TensorFlow op type name ("MatMul"), used by RegisterGradient
 #                   and in messages.
 #   kernel          `kernel(*arrays, **attrs) -> array | tuple of arrays`.
-#   allowed         NumPy dtypes accepted for input 0 (None: any).
+#   allowed         NumPy dtypes accepted for input 0 by `kernel` (None: any).
+#   half            the kernel for float16 and bfloat16 inputs (Note [half precision] in
+#                   ops/half.py), or None; declared, those dtypes move from `allowed` to
+#                   `half_dtypes`, so `execute` picks it in its dtype check's failure branch:
+#                   other dtypes pay nothing for it.  `kernel` must still compute them (the
+#                   same numbers, slower): callers that do not dispatch use `kernel_for`.
 #   same_dtype      whether all inputs must share input 0's dtype (TF's `T`).
 #   num_outputs     outputs of the kernel (it returns a tuple when > 1).
 #   stateful        never folded or pruned in graphs (variables, randomness).
@@ -93,17 +99,21 @@ class Op:
                  "shape_fn", "shape_reads_inputs", "unknown_rank", "value_rule",
                  "grad", "grad_reads_inputs", "grad_reads_outputs", "accepts_none",
                  "accepts_indexed_slices", "into", "fresh_outputs", "reads_variables_itself", "jvp", "batch_rule",
-                 "__name__", "__qualname__", "__doc__", "__wrapped__")
+                 "half", "half_dtypes", "__name__", "__qualname__", "__doc__", "__wrapped__")
 
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
                  differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
-                 fresh_outputs=False, reads_variables_itself=False, jvp=None, batch=None):
+                 fresh_outputs=False, reads_variables_itself=False, jvp=None, batch=None, half=None):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
         self.kernel = kernel
         self.allowed = None if allowed is None else frozenset(np.dtype(d._np) for d in allowed)
+        self.half = half
+        self.half_dtypes = frozenset() if half is None else self.allowed & _HALF
+        if half is not None:
+            self.allowed -= _HALF
         self.same_dtype = same_dtype
         self.num_outputs = num_outputs
         self.stateful = stateful
@@ -144,6 +154,10 @@ class Op:
                 if type(x) is Tensor and type(y) is Tensor:
                     return execute_binary(self, x, y)
         return execute(self, convert_inputs(inputs, self.same_dtype), attrs)
+
+    def kernel_for(self, dtype):
+        """The kernel for inputs whose first has NumPy dtype `dtype` (`half` or `kernel`)."""
+        return self.half if dtype in self.half_dtypes else self.kernel
 
     def def_grad(self, fn=None, *, reads_inputs=ALL, reads_outputs=False):
         """Declares the gradient function of this op (decorator).
@@ -341,16 +355,17 @@ def execute(op_, inputs, attrs):
         for t in inputs:
             if t._is_batched:
                 return state.vmaps[-1].apply(op_, inputs, attrs)
+    kernel = op_.kernel
     if len(inputs) == 1:
         values = (inputs[0]._value,)
         if op_.allowed is not None and values[0].dtype not in op_.allowed:
-            _raise_dtype(op_, inputs[0])
+            kernel = _half_kernel(op_, inputs[0])
     else:
         values = [t._value for t in inputs]
         if op_.reads_variables_itself:
             values = [None if t._is_variable else v for t, v in zip(inputs, values)]
         if op_.allowed is not None and values and values[0].dtype not in op_.allowed:
-            _raise_dtype(op_, inputs[0])
+            kernel = _half_kernel(op_, inputs[0])
         if op_.same_dtype:
             dt = values[0].dtype
             for i, v in enumerate(values):
@@ -361,7 +376,7 @@ def execute(op_, inputs, attrs):
             return _graph_op(op_, inputs, attrs)
         _check_folded(op_, inputs, attrs)
     try:
-        out = op_.kernel(*values, **attrs)
+        out = kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
         if state.graphs and type(e) is ValueError:     # computed while a graph is built: a shape
             raise ValueError(f"{e} [Op:{op_.type}]") from None      # check, ValueError as in TF's builder
@@ -394,7 +409,7 @@ def execute_unary(op_, x):
     """`execute` for one eager tensor and no attrs, the commonest call (same semantics)."""
     value = x._value
     if op_.allowed is not None and value.dtype not in op_.allowed:
-        _raise_dtype(op_, x)
+        return execute(op_, (x,), _NO_ATTRS)        # a half kernel, or the dtype error
     if state.graphs or op_.num_outputs != 1:
         return execute(op_, (x,), _NO_ATTRS)
     try:
@@ -410,7 +425,7 @@ def execute_binary(op_, x, y):
     """`execute` for two eager tensors and no attrs (same semantics)."""
     xv, yv = x._value, y._value
     if op_.allowed is not None and xv.dtype not in op_.allowed:
-        _raise_dtype(op_, x)
+        return execute(op_, (x, y), _NO_ATTRS)      # a half kernel, or the dtype error
     if op_.same_dtype and xv.dtype != yv.dtype:
         raise_type_mismatch(op_.type, 1, xv.dtype, yv.dtype)
     if state.graphs or op_.num_outputs != 1:
@@ -518,10 +533,18 @@ def record(op_, inputs, outputs, attrs):
         tape._record(rec)
 
 
+def _half_kernel(op_, t):
+    """The kernel for input `t` of a dtype outside `op_.allowed`: the half kernel, or the dtype error."""
+    if t._value.dtype in op_.half_dtypes:
+        return op_.half
+    _raise_dtype(op_, t)
+
+
 def _raise_dtype(op_, t):
-    if len(op_.allowed) == 1:      # an input of one fixed type (LogicalNot, the string ops): TF's mismatch error
-        raise_type_mismatch(op_.type, 0, next(iter(op_.allowed)), t._value.dtype)
-    names = ", ".join(sorted(_dtypes._BY_NP[d].name for d in op_.allowed))
+    allowed = op_.allowed | op_.half_dtypes
+    if len(allowed) == 1:      # an input of one fixed type (LogicalNot, the string ops): TF's mismatch error
+        raise_type_mismatch(op_.type, 0, next(iter(allowed)), t._value.dtype)
+    names = ", ".join(sorted(_dtypes._BY_NP[d].name for d in allowed))
     if state.graphs:        # graphs check types when an op is built: TypeError, as TF's op builder raises
         raise TypeError(f"Value passed to {op_.type} has DataType {t.dtype.name} not in list of allowed values: "
                         f"{names}")

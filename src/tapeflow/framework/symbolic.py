@@ -43,7 +43,7 @@ class SymbolicTensor(Tensor):
 
     @property
     def device(self):
-        return ""
+        return self._op.device
 
     def set_shape(self, shape):
         """Refines the static shape with what the caller knows (TF's `Tensor.set_shape`).

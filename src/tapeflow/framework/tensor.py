@@ -28,7 +28,7 @@ class Tensor:
     (TensorShape([1, 2]), tf.float32)
     """
 
-    __slots__ = ("_value", "_id", "__weakref__")
+    __slots__ = ("_value", "_id", "_device", "__weakref__")     # _device: Note [recorded placement]
 
     _is_variable = False        # see Variable
     _is_symbolic = False        # see SymbolicTensor
@@ -61,7 +61,10 @@ class Tensor:
 
     @property
     def device(self):
-        return "/job:localhost/replica:0/task:0/device:CPU:0"
+        try:
+            return self._device     # set off the default device (Note [recorded placement] in device.py)
+        except AttributeError:
+            return "/job:localhost/replica:0/task:0/device:CPU:0"
 
     @property
     def name(self):

@@ -62,6 +62,15 @@ def _cse_key(op, ins):
     return (op.op_def.type, ins, attrs)
 
 
+def _kernel(op):
+    """The op's kernel for its first input's dtype, chosen once per plan: its half kernel
+    for float16 and bfloat16 when it declares one (Note [half precision] in ops/half.py)."""
+    op_def = op.op_def
+    if op_def.half is None or not op.inputs:
+        return op_def.kernel
+    return op_def.kernel_for(op.inputs[0].dtype._np)
+
+
 def _reusable_buffers(steps, last_use, pinned):
     """Elementwise steps that can write their result into a dying input: step -> slot.
 
@@ -82,7 +91,7 @@ def _reusable_buffers(steps, last_use, pinned):
             producer[index] = t
     reuse = {}
     for n, (op, ins, variables, outs, _) in enumerate(steps):
-        if op.op_def.into is None or op.attrs or variables or len(outs) != 1:
+        if op.op_def.into is None or op.attrs or variables or len(outs) != 1 or _kernel(op) is not op.op_def.kernel:
             continue
         meta = op.outputs[0]._value
         if not meta.shape or None in meta.shape:
@@ -185,7 +194,7 @@ class Plan:
                 frees.setdefault(n, []).append(index)
         reuse = _reusable_buffers(steps, last_use, keep | known)
         self._steps = tuple(
-            (op.op_def.kernel, ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
+            (_kernel(op), ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
              op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), reuse.get(n), op)
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template
@@ -198,7 +207,7 @@ class Plan:
         if op.op_def.stateful or variables or not ins or any(i not in known for i in ins):
             return False
         try:
-            result = op.op_def.kernel(*[template[i] for i in ins], **op.attrs)
+            result = _kernel(op)(*[template[i] for i in ins], **op.attrs)
         except Exception:      # left for run time, where it raises with the node's name
             return False
         results = (result,) if op.op_def.num_outputs == 1 else tuple(result)

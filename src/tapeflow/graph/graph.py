@@ -15,6 +15,7 @@ import contextlib
 import re
 
 from tapeflow.framework.context import default_session, state
+from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import _next_id
 from tapeflow.framework.symbolic import (  # noqa: F401  (graph code and tests reach them here too)
@@ -31,7 +32,7 @@ class Operation:
     """
 
     __slots__ = ("graph", "op_def", "name", "inputs", "attrs", "outputs", "control_inputs",
-                 "_id", "__weakref__")
+                 "_id", "_device", "__weakref__")
 
     skip_input_indices = ()
 
@@ -48,6 +49,14 @@ class Operation:
     @property
     def type(self):
         return self.op_def.type
+
+    @property
+    def device(self):
+        """The device string requested for this op by device scopes, "" for none."""
+        try:
+            return self._device     # set only in device scopes (Note [recorded placement] in framework/device.py)
+        except AttributeError:
+            return ""
 
     @property
     def op(self):     # what gradient functions call `op.op` in the eager record
@@ -165,6 +174,8 @@ class Graph:
             if last is not None:
                 deps.append(last)
         op = Operation(self, op_def, name, inputs, attrs, metas, deps)
+        if self in state.graph_devices:
+            op._device = op_device(self, op)
         self._ops.append(op)
         for var_id in touched:
             self._last_access[var_id] = op
@@ -220,6 +231,23 @@ class Graph:
             yield self
         finally:
             state.graphs.pop()
+
+    def device(self, device_name_or_function):
+        """A context in which new ops of this graph are placed on a device (recorded as `op.device`).
+
+        Args:
+          device_name_or_function: a device string or `tf.DeviceSpec`, merged with the
+            enclosing scopes (inner fields win); a function of the Operation returning
+            its device; or None, which ignores the enclosing scopes.
+
+        >>> import tapeflow as tf
+        >>> g = tf.Graph()
+        >>> with g.as_default(), g.device("/cpu:1"):
+        ...     c = tf.constant(1.0)
+        >>> c.op.device
+        '/device:CPU:1'
+        """
+        return graph_scope(self, device_name_or_function)
 
     @contextlib.contextmanager
     def name_scope(self, name):

@@ -10,6 +10,16 @@ raises it again after a run of good steps.
 The dynamic state lives in two non-trainable variables, updated with
 branch-free tensor arithmetic, so `update` runs the same eagerly, inside
 `tf.function` and in TF1 graphs.
+
+Note [loss scales under a strategy]: a loss scale made under a strategy's
+`scope()` keeps its variables mirrored, one copy per replica.  `update` is
+meant for the cross-replica context (a `merge_call`, as LossScaleGradientTape
+and the loss-scale optimizers do): there the replicas' gradients are
+`PerReplica` values, each replica tests its own for infs and NaNs, the
+answers are reduced across replicas (and MPI processes), and the one verdict
+updates every copy of the scale at once.  So the scale and the good-step
+count stay identical on every replica, and all replicas skip or apply a step
+together.
 """
 
 import abc
@@ -120,6 +130,28 @@ def _all_finite(grads):
     return reduction_ops.reduce_all(join_ops.stack(flags))
 
 
+def _finite_everywhere(grads):
+    """`_all_finite` of every replica's gradients together (Note [loss scales under a strategy]).
+
+    Under a strategy the answer is one scalar shared by every replica: each replica tests
+    its own gradients, the flags (as float32: booleans are not reduced) are summed across
+    replicas (and processes), and the step is finite when the sum is the replica count.
+    Called in a replica context, the test moves to the cross-replica context by a
+    merge_call, so every replica gets the same answer.
+    """
+    from tapeflow.distribute import distribute_lib        # the strategy layer sits above this one
+    from tapeflow.distribute.reduce_util import ReduceOp
+    if not distribute_lib.has_strategy():
+        return _all_finite(grads)
+    strategy = distribute_lib.get_cross_replica_context()
+    if strategy is None:
+        return distribute_lib.get_replica_context().merge_call(lambda _, g: _finite_everywhere(g), args=(grads,))
+    flags = strategy.extended.call_for_each_replica(
+        lambda g: math_ops.cast(_all_finite(g), dtypes.float32), args=(nest.flatten(grads),))
+    total = strategy.reduce(ReduceOp.SUM, flags, axis=None)
+    return math_ops.equal(total, float(strategy.num_replicas_in_sync))
+
+
 @tf_export("mixed_precision.experimental.DynamicLossScale", "mixed_precision.DynamicLossScale")
 class DynamicLossScale(LossScale):
     """A loss scale that halves on overflow and doubles after a run of good steps.
@@ -171,7 +203,7 @@ class DynamicLossScale(LossScale):
         return convert_to_tensor(self._current_loss_scale)
 
     def update(self, grads):
-        finite = _all_finite(grads)
+        finite = _finite_everywhere(grads)
         scale = convert_to_tensor(self._current_loss_scale)
         good = convert_to_tensor(self._num_good_steps) + 1
         grow = math_ops.greater_equal(good, self._increment_period)

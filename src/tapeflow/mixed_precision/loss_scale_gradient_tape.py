@@ -14,6 +14,18 @@ not reach stands in for its own gradient while `update` looks for infs and
 NaNs, and its gradient is None (or zeros with `unconnected_gradients='zero'`)
 in the result.
 
+Note [loss-scaled retries under a strategy]: as in TensorFlow, `gradient`
+is called in each replica (inside `strategy.run`, one tape per replica) and
+hands over to the cross-replica context with a `merge_call`; there the
+rounds run once for all replicas: each round runs every replica's scaled
+differentiation (`strategy.run`, so each replica re-enters its own tape), and
+`loss_scale.update` judges all replicas' gradients together (Note [loss
+scales under a strategy] in loss_scale.py), so every replica, in threads or
+MPI processes, retries or stops together under the same scale.  Outside any
+strategy the default strategy makes the merge_call and the runs plain calls.
+In a graph the rounds are a while_loop whose state holds each local
+replica's gradients.
+
 A rejected round is also counted and explained on the loss scale
 (`skipped_steps`, `last_nonfinite`): the tape records where each op was
 created and, only after `update` rejected a round, walks its records again to
@@ -21,6 +33,7 @@ find the op whose gradient overflowed (Note [no cost on finite steps] in
 nonfinite.py).
 """
 
+from tapeflow.distribute import distribute_lib, values
 from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import nest
 from tapeflow.framework.context import executing_eagerly, state
@@ -101,6 +114,7 @@ class LossScaleGradientTape(GradientTape):
                              "tf.function), not while a TF1 graph is being built.")
         super().__init__(persistent=True, watch_accessed_variables=watch_accessed_variables)
         self._outer_persistent = persistent
+        self._round = None     # the last round's (None flags, scale, raw, unscaled gradients)
         self._loss_scale = loss_scale
 
     @property
@@ -129,17 +143,17 @@ class LossScaleGradientTape(GradientTape):
         """The gradients of `target` with respect to `sources`, computed under the loss scale.
 
         Args and results as `GradientTape.gradient`; the loss scale is updated
-        as Note [loss-scaled retries] describes.
+        as Note [loss-scaled retries] describes (under a strategy, once for all
+        replicas: Note [loss-scaled retries under a strategy]).
 
         Raises:
           RuntimeError: a second call on a non-persistent tape.
-          ValueError: called inside the tape's context, or an unknown `unconnected_gradients`.
+          ValueError: called inside the tape's context, or an unknown
+            `unconnected_gradients`, or in a strategy's cross-replica context.
         """
         flat_sources = nest.flatten(sources)
-
-        def differentiate(scaled):
-            return GradientTape.gradient(self, scaled, flat_sources, output_gradients, unconnected_gradients)
-        return nest.pack_sequence_as(sources, self._scaled(differentiate, target, flat_sources, output_gradients))
+        grads = self._scaled(_gradient, unconnected_gradients, target, flat_sources, output_gradients)
+        return nest.pack_sequence_as(sources, grads)
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):
@@ -154,53 +168,99 @@ class LossScaleGradientTape(GradientTape):
                                "jacobian with eager execution enabled and with experimental_use_pfor "
                                "set to False.")
         flat_sources = nest.flatten(sources)
-
-        def differentiate(scaled):
-            return GradientTape.jacobian(self, scaled, flat_sources, unconnected_gradients)
-        return nest.pack_sequence_as(sources, self._scaled(differentiate, target, flat_sources))
+        return nest.pack_sequence_as(sources, self._scaled(_jacobian, unconnected_gradients, target, flat_sources))
 
     def batch_jacobian(self, target, source, unconnected_gradients=UnconnectedGradients.NONE,
                        parallel_iterations=None, experimental_use_pfor=True):
         """`GradientTape.batch_jacobian` computed under the loss scale (Note [loss-scaled retries])."""
-        def differentiate(scaled):
-            return [GradientTape.batch_jacobian(self, scaled, source, unconnected_gradients)]
-        return self._scaled(differentiate, target, [source])[0]
+        return self._scaled(_batch_jacobian, unconnected_gradients, target, [source])[0]
 
-    def _scaled(self, differentiate, target, flat_sources, output_gradients=None):
-        """Rounds of scaled differentiation until `update` accepts the gradients
-        (Note [loss-scaled retries]); releases a one-shot tape afterwards."""
+    def _scaled(self, differentiate, unconnected, target, flat_sources, output_gradients=None):
+        """Rounds of scaled differentiation until `update` accepts the gradients, run in the
+        cross-replica context (Note [loss-scaled retries under a strategy]); releases a
+        one-shot tape afterwards."""
         if self._tape is None:
             raise RuntimeError(_SPENT)
-        loss_scale = self._loss_scale
-        is_none = []
-
-        def round_(grads, ready, first):
-            scale = loss_scale()
-            with self:         # re-entered so that the scaling is recorded
-                scaled = nest.map_structure(lambda t: t * math_ops.cast(scale, t.dtype), target)
-            raw = differentiate(scaled)
-            is_none[:] = [g is None for g in raw]
-            grads = [s if g is None else _unscale(g, scale) for g, s in zip(raw, flat_sources, strict=True)]
-            _, ready = loss_scale.update(grads)
-            nonfinite.explain_rejected_round(self._tape, nonfinite.skip_log(loss_scale), ready, scale, target,
-                                             output_gradients, flat_sources, raw, grads)
-            return grads, convert_to_tensor(ready), convert_to_tensor(False)
-
-        def again(grads, ready, first):
-            return math_ops.logical_or(first, math_ops.logical_and(math_ops.logical_not(ready), loss_scale() > 1))
-
-        if executing_eagerly():
-            grads, ready, first = round_(None, False, True)
-            while bool(again(grads, ready, first)):
-                grads, ready, first = round_(grads, ready, first)
-        else:
-            start = [convert_to_tensor(s) for s in flat_sources]
-            grads, _, _ = control_flow.while_loop(again, round_, [start, convert_to_tensor(False),
-                                                                  convert_to_tensor(True)])
+        if distribute_lib.in_cross_replica_context():
+            raise ValueError("LossScaleGradientTape.gradient() must be called in a replica context.")
+        grads = distribute_lib.get_replica_context().merge_call(
+            _until_finite, args=(self, differentiate, unconnected, target, flat_sources, output_gradients))
+        is_none, self._round = self._round[0], None
         if not self._outer_persistent:
             self._watched_variables = self._tape.watched_variables()
             self._tape = None
         return [None if none else g for g, none in zip(grads, is_none, strict=True)]
+
+
+def _gradient(tape, scaled, sources, output_gradients, unconnected):
+    return GradientTape.gradient(tape, scaled, sources, output_gradients, unconnected)
+
+
+def _jacobian(tape, scaled, sources, output_gradients, unconnected):
+    return GradientTape.jacobian(tape, scaled, sources, unconnected)
+
+
+def _batch_jacobian(tape, scaled, sources, output_gradients, unconnected):
+    return [GradientTape.batch_jacobian(tape, scaled, sources[0], unconnected)]
+
+
+def _until_finite(strategy, tapes, differentiate, unconnected, target, flat_sources, output_gradients):
+    """The rounds of Note [loss-scaled retries], in the cross-replica context: every replica
+    differentiates its own tape's target in each round, and the loss scale judges all the
+    replicas' gradients at once (Note [loss-scaled retries under a strategy]).
+
+    Args:
+      strategy: the current strategy (the default one outside any).
+      tapes, target, output_gradients: each replica's (PerReplica values under a strategy).
+      differentiate: `_gradient`, `_jacobian` or `_batch_jacobian`.
+
+    Returns:
+      The unscaled gradients (sources' stand-ins where unconnected), one list per replica
+      (PerReplica leaves); each tape's `_round` holds the None flags of its replica.
+    """
+    local_tapes = strategy.experimental_local_results(tapes)
+    loss_scale = local_tapes[0]._loss_scale
+    reports = nonfinite.ReplicaReports(nonfinite.skip_log(loss_scale), len(local_tapes))
+
+    def replica_round(tape, target, output_gradients):
+        scale = loss_scale()
+        with tape:         # re-entered so that the scaling is recorded
+            scaled = nest.map_structure(lambda t: t * math_ops.cast(scale, t.dtype), target)
+        raw = differentiate(tape, scaled, flat_sources, output_gradients, unconnected)
+        grads = [convert_to_tensor(s) if g is None else _unscale(g, scale)
+                 for g, s in zip(raw, flat_sources, strict=True)]
+        tape._round = ([g is None for g in raw], scale, raw, grads)
+        return grads
+
+    def explain(tape, target, output_gradients, ready):
+        _, scale, raw, grads = tape._round
+        nonfinite.explain_rejected_round(tape._tape, reports, ready, scale, target, output_gradients,
+                                         flat_sources, raw, grads)
+
+    def round_(grads, ready, first):
+        grads = strategy.run(replica_round, args=(tapes, target, output_gradients))
+        _, ready = loss_scale.update(grads)
+        strategy.run(explain, args=(tapes, target, output_gradients, ready))
+        return grads, convert_to_tensor(ready), convert_to_tensor(False)
+
+    def again(grads, ready, first):
+        return math_ops.logical_or(first, math_ops.logical_and(math_ops.logical_not(ready), loss_scale() > 1))
+
+    if executing_eagerly():
+        grads, ready, first = round_(None, False, True)
+        while bool(again(grads, ready, first)):
+            grads, ready, first = round_(grads, ready, first)
+        return grads
+
+    # In a graph the rounds are a while_loop whose state holds every local replica's
+    # gradients as plain tensors: [source][replica].
+    def body(grads, ready, first):
+        grads, ready, first = round_(grads, ready, first)
+        return [list(strategy.experimental_local_results(g)) for g in grads], ready, first
+
+    start = [[convert_to_tensor(s)] * len(local_tapes) for s in flat_sources]
+    grads, _, _ = control_flow.while_loop(again, body, [start, convert_to_tensor(False), convert_to_tensor(True)])
+    return [values.regroup(tuple(per_replica)) for per_replica in grads]
 
 
 def _unscale(grad, scale):

@@ -140,6 +140,28 @@ class SkipLog:
         self.last = report
 
 
+class ReplicaReports:
+    """A SkipLog's stand-in for one LossScaleGradientTape call under a strategy: each of
+    the `replicas` local replicas reports every rejected round (they are rejected
+    together), and the round is counted once, with the most telling report — the first
+    that names an op, else the first whose own gradients were bad, else the first (the
+    overflow happened in another process)."""
+
+    __slots__ = ("log", "replicas", "pending")
+
+    def __init__(self, log, replicas):
+        self.log, self.replicas, self.pending = log, replicas, []
+
+    def add(self, report):
+        self.pending.append(report)
+        if len(self.pending) < self.replicas:
+            return
+        pending, self.pending = self.pending, []
+        best = (next((r for r in pending if r.op_type is not None), None)
+                or next((r for r in pending if r.dtype is not None), pending[0]))
+        self.log.add(best)
+
+
 def skip_log(loss_scale):
     """The SkipLog of a loss scale or a Keras LossScaleOptimizer (made on first use, so any
     LossScale subclass has one)."""

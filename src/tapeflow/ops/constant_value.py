@@ -229,6 +229,6 @@ def run_kernel(t, ev):
             return None
         values.append(v)
     with np.errstate(all="ignore"):
-        out = op_def.kernel(*values, **op.attrs)
+        out = op_def.kernel_for(values[0].dtype)(*values, **op.attrs)
     out = out if op_def.num_outputs == 1 else out[t._index]
     return np.asarray(out)

@@ -41,16 +41,13 @@ _F32 = np.dtype(np.float32)
 HALF_NP = frozenset((_F16, _BF16))
 
 _U32 = np.uint32
+_I32 = np.int32
 _SMALL = 256            # arrays smaller than this convert with a plain cast (less fixed cost)
-
-# float16 bit pattern -> its float32 value (exact), indexed by the pattern as uint16.
-_F16_TO_F32 = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
-
 
 def to_float32(a):
     """A float16 or bfloat16 array as float32 (exact)."""
     if a.dtype == _F16 and a.size >= _SMALL:
-        return _F16_TO_F32.take(a.view(np.uint16))
+        return widen_float16(a)
     return a.astype(_F32)
 
 
@@ -72,37 +69,65 @@ def astype(a, dtype):
     return a.astype(dtype, copy=False)
 
 
+def widen_float16(h):
+    """float16 -> float32, exact on every input, in whole-array integer steps.
+
+    The float16 bits, sign-extended to 32 and shifted left by 13, put its exponent and
+    mantissa where float32 keeps them (bits 27..13) and its sign in bits 31..28; with
+    bits 30..28 cleared, that float32 is the float16 value times 2^-112 (a float32
+    subnormal when the float16 is one), so one multiplication by 2^112 gives the value.
+    Infinities and NaNs (exponent 31) would come out finite: the rare arrays holding
+    them have those elements cast one by one.
+    """
+    x = h.view(np.int16).astype(_I32)
+    x <<= _I32(13)
+    x &= _I32(-0x70000001)                                 # 0x8FFFFFFF: sign, exponent, mantissa
+    out = x.view(_F32)
+    out *= np.float32(2.0 ** 112)
+    if h.view(np.int16).max() >= 0x7C00 or h.view(np.uint16).max() >= 0xFC00:     # inf or nan
+        special = (h.view(np.uint16) & np.uint16(0x7C00)) == 0x7C00
+        out[special] = h[special].astype(_F32)
+    return out
+
+
 def round_to_float16(a):
     """float32 -> float16, rounding to nearest even, exact on every input (NaN stays NaN).
 
-    Whole-array steps in place of NumPy's per-element cast: `base`, |a| scaled by
-    2^112 (overflowing to inf where float16 does) and back by 2^-110, is added to a
-    power of two chosen from a's exponent so that the float32 addition itself rounds
-    at float16's last mantissa bit (subnormals included); the float16 exponent and
-    mantissa are then read off the sum's bits.  (The algorithm of Maratyszcza's FP16
-    library, fp16_ieee_from_fp32_value.)
+    Whole-array steps in place of NumPy's per-element cast, on t = |a| clamped to 2^16
+    (which rounds to inf, as everything from 65520 up does):
+
+    * bias = 2^(e + 13), where 2^e <= max(t, 2^-14) < 2^(e+1): adding it to t makes the
+      float32 addition round t at float16's last mantissa bit (2^(e-10); 2^-24 for the
+      subnormals), and subtracting it again is exact, so r = (t + bias) - bias is t
+      rounded to float16 (the magic-number trick of Maratyszcza's FP16 library,
+      fp16_ieee_from_fp32_value);
+    * r * 2^-112 is a float32 whose bits 27..13 are the float16's exponent and mantissa
+      (a float32 subnormal for a float16 one): shifted right by 13, they are the result
+      but for the sign, taken from a's bit 31.
+    Each step is one NumPy operation on the whole array (integer clips, not maximum,
+    which NumPy does not vectorize for unsigned integers).
     """
     w = a.view(_U32)
-    bias = np.bitwise_and(w, _U32(0x7F800000))             # a's exponent bits
-    np.maximum(bias, _U32(0x38800000), out=bias)
-    bias += _U32(0x07800000)
-    base = np.abs(w.view(_F32))
-    nan = base.view(_U32).max(initial=0) > 0x7F800000
-    with np.errstate(over="ignore", invalid="ignore"):     # invalid: signaling NaNs
-        base *= np.float32(2.0 ** 112)
-        base *= np.float32(2.0 ** -110)
-        base += bias.view(_F32)
-    bits = base.view(_U32)
-    out = np.right_shift(bits, _U32(13), out=bias)
-    out &= _U32(0x7C00)                                    # the float16 exponent
-    bits &= _U32(0x0FFF)                                   # the mantissa (with a carry into the exponent)
-    out += bits
-    if nan:
-        np.putmask(out, np.isnan(a), _U32(0x7E00))
-    sign = np.right_shift(w, _U32(16), out=bits)
+    t = np.bitwise_and(w, _U32(0x7FFFFFFF))                # |a|
+    nan = t.max() > 0x7F800000
+    np.clip(t, _U32(0), _U32(0x47800000), out=t)           # at most 2^16 (inf, nan too)
+    bias = np.bitwise_and(t, _U32(0x7F800000))             # 2^e
+    np.clip(bias, _U32(0x38800000), _U32(0x47800000), out=bias)      # at least 2^-14
+    bias += _U32(0x06800000)                               # 2^(e + 13)
+    r, b = t.view(_F32), bias.view(_F32)
+    r += b
+    r -= b
+    r *= np.float32(2.0 ** -112)
+    out = np.right_shift(t, _U32(13), out=bias)
+    sign = np.right_shift(w, _U32(16), out=t)
     sign &= _U32(0x8000)
     out |= sign
-    return out.astype(np.uint16).view(np.float16)
+    out = out.astype(np.uint16)
+    if nan:
+        nans = np.isnan(a)
+        with np.errstate(invalid="ignore"):
+            out[nans] = a[nans].astype(np.float16).view(np.uint16)
+    return out.view(np.float16)
 
 
 def computes_in_float32(kernel=None, *, dtype_of=0):
@@ -136,6 +161,56 @@ def _in_float32(kernel, dtype, args, attrs):
         return _narrow(out, dtype)
     buffer[...] = _narrow(out, dtype)
     return buffer
+
+
+def in_float32(kernel):
+    """The half kernel (`@op(..., half=)`) that runs `kernel` in float32: like
+    `computes_in_float32`, without the dtype test, which the op's dispatch makes."""
+    def half_in_float32(*args, **attrs):
+        return _in_float32(kernel, args[0].dtype, args, attrs)
+    half_in_float32.__name__ = half_in_float32.__qualname__ = f"{kernel.__name__}_in_float32"
+    return half_in_float32
+
+
+# -- kernels on the bits ---------------------------------------------------------
+# Selections need no arithmetic: on the int16 view of float16 and bfloat16 alike (sign in
+# bit 15, then the exponent and mantissa, so that for numbers the int16 order is the
+# float order among non-negative values), they cost a pass or two over 2-byte elements
+# instead of two conversions.  Arrays holding what the shortcut does not cover (NaN,
+# infinities) take the float32 kernel.
+
+_POS_INF = {_F16: 0x7C00, _BF16: 0x7F80}          # +inf's bits; -inf's are these | 0x8000
+
+
+def _has(x, positive_from, negative_from):
+    """Whether some element's bits are >= `positive_from` (as int16) or >= `negative_from`
+    (as uint16): two reductions over the array."""
+    return bool(x.view(np.int16).max() >= positive_from or x.view(np.uint16).max() >= negative_from)
+
+
+def relu(x):
+    """max(x, 0) of a half-precision array: negative numbers (and -0.0, -inf) become +0.0,
+    the rest, NaN included, stays (the Relu op's half kernel)."""
+    if x.size and x.view(np.uint16).max() > 0x8000 | _POS_INF[x.dtype]:     # a negative NaN: max keeps it
+        return _RELU_IN_FLOAT32(x)
+    return np.clip(x.view(np.int16), np.int16(0), np.int16(0x7FFF)).view(x.dtype)
+
+
+def relu_grad(dy, y):
+    """dy * (y > 0) in half precision: dy where y > 0, else 0.0 with dy's sign (the
+    ReluGrad op's half kernel; infinite or NaN dy and NaN y take the float32 kernel,
+    where inf * 0 is NaN)."""
+    inf = _POS_INF[dy.dtype]
+    if (dy.size and _has(dy, inf, 0x8000 | inf)) or (y.size and _has(y, inf + 1, 0x8000 | inf + 1)):
+        return _RELU_GRAD_IN_FLOAT32(dy, y)
+    keep = np.clip(y.view(np.int16), np.int16(0), np.int16(1))     # 1 where y > 0 (bits > +0.0)
+    keep *= np.int16(0x7FFF)
+    keep |= np.int16(-0x8000)                                      # and the sign bit everywhere
+    return np.bitwise_and(dy.view(np.int16), keep).view(dy.dtype)
+
+
+_RELU_IN_FLOAT32 = in_float32(lambda x: np.maximum(x, np.float32(0)))
+_RELU_GRAD_IN_FLOAT32 = in_float32(lambda dy, y: dy * (y > 0).astype(np.float32))
 
 
 @functools.cache

@@ -74,9 +74,10 @@ def _mul_jvp(inputs, outputs, attrs, tangents):
 
 
 # `into`: the kernel is a plain ufunc, a plan may compute it into a dying input's buffer
-# (Note [buffer reuse] in graph/executor.py).
+# (Note [buffer reuse] in graph/executor.py).  `half`: float16 and bfloat16 computed in
+# float32 and rounded once, the correctly rounded result (Note [half precision] in ops/half.py).
 @binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True,
-           jvp=_sum_jvp(1))
+           jvp=_sum_jvp(1), half=half.in_float32(np.add))
 def add_v2(x, y):
     out = np.add(x, y)                  # strings join (TensorFlow's string Add)
     return out if type(out) is not str else np.asarray(out, x.dtype)
@@ -125,7 +126,8 @@ def _sparse_sum_grads(op, dz, negate):
 
 
 @tf_export("math.subtract", "subtract")
-@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True, jvp=_sum_jvp(-1))
+@binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True, jvp=_sum_jvp(-1),
+           half=half.in_float32(np.subtract))
 def subtract(x, y):
     return np.subtract(x, y)
 
@@ -138,7 +140,7 @@ def _sub_grad(op, dz):
 
 
 @tf_export("math.multiply", "multiply")
-@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply, jvp=_mul_jvp)
+@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply, jvp=_mul_jvp, half=half.in_float32(np.multiply))
 def multiply(x, y):
     return np.multiply(x, y)
 
@@ -151,7 +153,7 @@ def _mul_grad(op, dz):
                         None if 1 in skip else _conj_if_complex(x) * dz)
 
 
-@binary_op("RealDiv", dtypes=INEXACT_TYPES, into=np.true_divide)
+@binary_op("RealDiv", dtypes=INEXACT_TYPES, into=np.true_divide, half=half.in_float32(np.true_divide))
 def _real_div(x, y):
     return np.true_divide(x, y)
 

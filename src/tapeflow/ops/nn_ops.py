@@ -25,6 +25,7 @@ from tapeflow.ops import array_ops, math_ops, random_ops, shape_fns, shape_tenso
 from tapeflow.ops import batching
 from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.shape_fns import unary_op
+from tapeflow.ops import half
 from tapeflow.ops.half import computes_in_float32
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -55,15 +56,14 @@ def _zeros_like(t):
 # -- rectifiers ------------------------------------------------------------------
 
 # Activations are elementwise: x's shape, of any rank (shape_fns.unary_op).  `into` writes
-# into a given buffer (Note [buffer reuse] in graph/executor.py).
+# into a given buffer (Note [buffer reuse] in graph/executor.py).  Relu and ReluGrad select
+# and need no arithmetic: their half kernels work on the bits (Note [half precision]).
 
-@computes_in_float32
 def _relu_into(x, out):
     return np.maximum(x, np.zeros((), x.dtype), out=out)
 
 
-@unary_op("Relu", dtypes=REAL_TYPES, into=_relu_into)
-@computes_in_float32
+@unary_op("Relu", dtypes=REAL_TYPES, into=_relu_into, half=half.relu)
 def _relu(x):
     return np.maximum(x, np.zeros((), x.dtype))
 
@@ -73,14 +73,12 @@ def _relu_grad(op, dy):
     return execute(_relu_grad_op, (dy, op.outputs[0]), {})   # dy where relu(x) > 0
 
 
-@computes_in_float32
 def _relu_grad_into(dy, y, out):
     return np.multiply(dy, (y > 0).astype(dy.dtype), out=out)
 
 
 @op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
-    batch=SAME_SHAPE)
-@computes_in_float32
+    batch=SAME_SHAPE, half=half.relu_grad)
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
     return dy * (y > 0).astype(dy.dtype)

@@ -32,6 +32,7 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import default_session, eager_mode, executing_eagerly_outside_functions, state
+from tapeflow.framework.device import DEFAULT_DEVICE, current_device
 from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.symbolic import Meta, SymbolicTensor, _const, known_rank
@@ -40,6 +41,7 @@ from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference,
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import half
+from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
 
 
 class _Uninitialized(np.ndarray):
@@ -237,7 +239,7 @@ def _off_chain(graph, var, make):
 
 
 @tf_export("Variable")
-class Variable:
+class Variable(metaclass=_VariableCreation):
     """A mutable tensor-like value; trainable variables are watched automatically by tapes.
 
     >>> import tapeflow as tf
@@ -248,9 +250,11 @@ class Variable:
     4.0
     """
 
-    __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "_graph_info", "__weakref__")
+    __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "_graph_info", "_synchronization",
+                 "_aggregation", "_device", "__weakref__")
 
     _is_variable = True         # ops read it themselves (op_def) and graphs order its accesses
+    _through_creators = True    # Note [variable creators]
     _is_batched = False
     __array_priority__ = 100
 
@@ -260,7 +264,9 @@ class Variable:
         if initial_value is None:
             raise ValueError("The `initial_value` arg (None) must be specified.")
         self._id = _next_id()
-        self._trainable = True if trainable is None else bool(trainable)
+        self._device = current_device()     # None: the default device (Note [recorded placement])
+        self._synchronization, self._aggregation, self._trainable = _sync_aggregation_trainable(
+            synchronization, aggregation, trainable, name)
         self._constraint = constraint
         self._graph_info = None
         home = _home_graph() if state.graphs else None
@@ -353,8 +359,18 @@ class Variable:
         return self._constraint
 
     @property
+    def synchronization(self):
+        return self._synchronization
+
+    @property
+    def aggregation(self):
+        return self._aggregation
+
+    @property
     def device(self):
-        return "/job:localhost/replica:0/task:0/device:CPU:0"
+        if self._graph_info is not None:            # TF1 graphs: the device its ops were given
+            return self._graph_info.initializer.device
+        return getattr(self, "_device", None) or DEFAULT_DEVICE     # unset in subclasses not made here
 
     @property
     def ndim(self):
@@ -578,7 +594,8 @@ class Variable:
         return self
 
     def __deepcopy__(self, memo):
-        return Variable(np.array(self._value), trainable=self._trainable, name=self._name[:-2])
+        return Variable(np.array(self._value), trainable=self._trainable, name=self._name[:-2],
+                        synchronization=self._synchronization, aggregation=self._aggregation)
 
 
 class _UnreadVariable(Variable):
@@ -592,12 +609,14 @@ class _UnreadVariable(Variable):
     __slots__ = ("_parent", "_op", "_graph_element")
 
     _is_variable = False        # a stand-in for reads after a write, not the variable
+    _through_creators = False
 
     def __init__(self, parent, write_op, graph):
         self._parent = parent
         self._op = write_op
         self._id = parent._id
         self._trainable = parent._trainable
+        self._synchronization, self._aggregation = parent._synchronization, parent._aggregation
         self._shape = parent._shape
         self._constraint = parent._constraint
         self._graph_info = parent._graph_info
@@ -618,6 +637,10 @@ class _UnreadVariable(Variable):
     @property
     def op(self):
         return self._op
+
+    @property
+    def device(self):
+        return self._parent.device
 
     def value(self):
         graph = self._op.graph

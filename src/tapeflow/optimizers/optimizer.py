@@ -15,6 +15,16 @@ The slots are created by the first `apply_gradients`, which inside a
 exist at once (Note [graph variables] in ops/variables.py).
 
 IndexedSlices gradients: Note [sparse updates] in gradients.py.
+
+Note [optimizers under a strategy]: as Keras's TensorFlow optimizer, an optimizer
+remembers the strategy current when it is made, and its variables made under a
+strategy's scope are mirrored (`iterations` and the learning rate aggregated
+ONLY_FIRST_REPLICA, the slots placed like their variables).  `apply_gradients`
+called in a replica of `strategy.run` builds the slots once (in a merge_call),
+sums the gradients across the replicas (`all_reduce`), then updates each
+component of each variable in one merge_call (`extended.update`); clipping and
+weight decay act on each replica's own gradients first, as in Keras.  Without a
+strategy the only cost is one test of the thread's strategy stack.
 """
 
 import re
@@ -22,7 +32,10 @@ import warnings
 
 import numpy as np
 
+from tapeflow.distribute import distribute_lib
+from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
@@ -38,8 +51,9 @@ class OptimizerVariable(Variable):
 
     __slots__ = ("_path",)
 
-    def __init__(self, initial_value, dtype, name, optimizer_name):
-        super().__init__(initial_value, trainable=False, dtype=dtype, name=name)
+    def __init__(self, initial_value, dtype, name, optimizer_name, aggregation=None, synchronization=None):
+        super().__init__(initial_value, trainable=False, dtype=dtype, name=name, aggregation=aggregation,
+                         synchronization=synchronization)
         self._path = f"{optimizer_name}/{name}"
 
     @property
@@ -100,9 +114,10 @@ class Optimizer:
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.built = False
         self._variables = []
-        self._index = {}               # model variable id -> its position in the built list
+        self._index = {}               # model variable id (and its components' ids) -> its position in the built list
         self._trainable_variables = []
-        self._iterations = self._add_variable(np.int64(0), dtypes.int64, "iteration")
+        self._distribution_strategy = distribute_lib.get_strategy()   # Note [optimizers under a strategy]
+        self._iterations = self._add_variable(np.int64(0), dtypes.int64, "iteration", _FIRST_REPLICA)
         self._learning_rate = None
         self.learning_rate = _checked_learning_rate(learning_rate)
 
@@ -140,12 +155,12 @@ class Optimizer:
         elif isinstance(old, Variable):
             old.assign(learning_rate)
         else:       # a float at construction, or after a callable (where Keras fails)
-            self._learning_rate = self._add_variable(learning_rate, dtypes.float32, "learning_rate")
+            self._learning_rate = self._add_variable(learning_rate, dtypes.float32, "learning_rate", _FIRST_REPLICA)
         if isinstance(old, Variable) and self._learning_rate is not old:
             self._variables = [v for v in self._variables if v is not old]     # by identity: == is elementwise
 
-    def _add_variable(self, value, dtype, name):
-        var = OptimizerVariable(np.asarray(value, dtype._np), dtype, name, self.name)
+    def _add_variable(self, value, dtype, name, aggregation=None):
+        var = OptimizerVariable(np.asarray(value, dtype._np), dtype, name, self.name, aggregation=aggregation)
         self._variables.append(var)
         return var
 
@@ -196,8 +211,9 @@ class Optimizer:
           ValueError: the variable's shape is not fully known, or another initializer.
         """
         base = re.sub(r"[/:]", "_", str(reference_variable.name))
-        return self.add_variable(reference_variable.shape, initializer, reference_variable.dtype,
-                                 name=f"{base}_{name or 'var'}")
+        with self._distribution_strategy.extended.colocate_vars_with(reference_variable):
+            return self.add_variable(reference_variable.shape, initializer, reference_variable.dtype,
+                                     name=f"{base}_{name or 'var'}")
 
     def add_optimizer_variables(self, trainable_variables, names):
         """Slots for each variable, interleaved by variable as Keras creates them.
@@ -221,6 +237,8 @@ class Optimizer:
         """Records the model variables (in order) and creates the slots; runs once."""
         for i, var in enumerate(variables):
             self._index[var._id] = i
+            for component in getattr(var, "_values", ()):      # a distributed variable's
+                self._index[component._id] = i
         self._trainable_variables = list(variables)
         self.built = True
 
@@ -265,6 +283,7 @@ class Optimizer:
         grads = list(grads)
         if not grads:
             return
+        replica = _strategy_replica()
         if trainable_variables is None:
             if not self.built:
                 raise ValueError("When passing `grads` without `variables`, the optimizer must already be built on a "
@@ -276,7 +295,10 @@ class Optimizer:
         else:
             variables = list(trainable_variables)
             if not self.built:
-                self.build(variables)
+                if replica is None:
+                    self.build(variables)
+                else:       # once, for every replica
+                    replica.merge_call(lambda _: None if self.built else self.build(variables))
             for v in variables:
                 if v._id not in self._index:
                     raise ValueError(f"Unknown variable: {v}. This optimizer can only be called for the variables it "
@@ -291,12 +313,22 @@ class Optimizer:
                 lr = math_ops.cast(self.learning_rate, v.dtype)
                 v.assign_sub(times_scalar(v, math_ops.cast(self.weight_decay, v.dtype), lr))
         learning_rate = self.learning_rate
-        for g, v in zip(grads, variables, strict=True):
-            self.update_step(g, v, learning_rate)
+        if replica is None:
+            for g, v in zip(grads, variables, strict=True):
+                self.update_step(g, v, learning_rate)
+        else:
+            grads = replica.all_reduce(ReduceOp.SUM, grads)
+            replica.merge_call(self._distributed_update, args=(grads, variables, learning_rate))
         for v in variables:
             if v.constraint is not None:
                 v.assign(v.constraint(v))
         self._iterations.assign_add(1)
+
+    def _distributed_update(self, strategy, grads, variables, learning_rate):
+        """In cross-replica context: each variable's components updated from the summed gradients."""
+        for g, v in zip(grads, variables, strict=True):
+            strategy.extended.update(v, lambda var, grad, lr: self.update_step(grad, var, lr),
+                                     args=(g, learning_rate), group=False)
 
     def update_step(self, gradient, variable, learning_rate):
         """Updates `variable` (and its slots) from one gradient; subclasses define it."""
@@ -331,6 +363,18 @@ class Optimizer:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+_FIRST_REPLICA = distribute_lib.VariableAggregation.ONLY_FIRST_REPLICA
+
+
+def _strategy_replica():
+    """The ReplicaContext of a strategy's replica running this step; None without one (one
+    test of the thread's strategy stack: Note [optimizers under a strategy])."""
+    if not state.strategies:
+        return None
+    ctx = distribute_lib.get_replica_context()
+    return None if ctx is None or ctx is distribute_lib._default_replica_context() else ctx
+
 
 def _snake_case(name):
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()

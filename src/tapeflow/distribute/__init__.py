@@ -1,0 +1,13 @@
+"""`tf.distribute`: distribution strategies.
+
+distribute_lib.py holds the strategy API (Strategy, StrategyExtended, ReplicaContext,
+the per-thread context and the default strategy); values.py the distributed values and
+variables; cross_device_ops.py the reductions; mirrored_strategy.py MirroredStrategy
+(replicas in threads); one_device_strategy.py OneDeviceStrategy; reduce_util.py ReduceOp.
+"""
+
+from tapeflow.distribute import reduce_util, distribute_lib, values, cross_device_ops  # noqa: F401,I001
+from tapeflow.distribute import mirrored_strategy, one_device_strategy  # noqa: F401
+from tapeflow.framework.export import populate as _populate
+
+_populate(__name__)
