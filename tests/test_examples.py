@@ -57,3 +57,34 @@ def test_digits_command_line():
     match = re.search(r"test accuracy: ([0-9.]+)", proc.stdout)
     assert match, proc.stdout
     assert float(match.group(1)) >= 0.8
+
+
+def _digits_accuracy(args, launcher=()):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([*launcher, sys.executable, "-m", "tapeflow.examples.digits", "--epochs", "2",
+                           "--seed", "0", "--plot", "", "--no-progress", *args],
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout, float(re.search(r"test accuracy: ([0-9.]+)", proc.stdout).group(1))
+
+
+def test_digits_with_two_mirrored_replicas_matches_one_replica():
+    # The CPU must be split before the first tensor of a process: each run is its own process.
+    one, acc_one = _digits_accuracy(["--dtype", "float32"])
+    two, acc_two = _digits_accuracy(["--dtype", "float32", "--replicas", "2"])
+    assert "2 replicas (MirroredStrategy)" in two
+    assert acc_two == acc_one
+    loss = [float(re.search(r"final train loss ([0-9.]+)", out).group(1)) for out in (one, two)]
+    assert abs(loss[0] - loss[1]) < 1e-3
+
+
+def test_digits_multi_worker_under_mpiexec_matches_one_replica():
+    pytest.importorskip("mpi4py")
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if not os.path.exists(mpiexec):
+        pytest.skip("no mpiexec beside the Python executable (pip install -e '.[mpi]')")
+    _, acc_one = _digits_accuracy(["--dtype", "float32"])
+    out, acc_two = _digits_accuracy(["--dtype", "float32", "--multi-worker"], launcher=(mpiexec, "-n", "2"))
+    assert "2 replicas (MultiWorkerMirroredStrategy)" in out
+    assert out.count("test accuracy") == 1          # only the chief reports
+    assert acc_two == acc_one

@@ -17,6 +17,8 @@ NO_BATCH_RULE = {
                              "per example",
     "EagerPyFunc": "tf.py_function runs Python on one example's values: the fallback calls it once per example "
                    "(TensorFlow's pfor falls back to a loop for it too)",
+    **{t: "an MPI collective whose output's first dimension depends on every worker's rows: the fallback runs "
+          "it once per example, in the same order on every worker" for t in ("MpiAllGather", "MpiReduceScatter")},
     # A batch of TensorArrays is a batch of lists (the fallback loop's per-example lists): no op
     # works on stacked lists, and a TensorArray in vectorized code is written example by example.
     **{t: "TensorArray list ops: a batch of lists runs through the fallback, one list per example"

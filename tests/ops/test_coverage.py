@@ -34,6 +34,8 @@ COVERED_ELSEWHERE = {
           "in control flow and in TF1 sessions" for t in ("StringFormat", "PrintV2")},
     "SparseReduceSumSparse": "tests/ops/test_sparse_ops.py: tf.sparse.reduce_sum(output_is_sparse=True) against "
                              "TensorFlow (not differentiable, as TensorFlow's)",
+    **{t: "tests/distribute/mpi: MPI collectives under mpiexec -n 2 (values, gradients, tf.function)"
+       for t in ("MpiAllReduce", "MpiAllGather", "MpiReduceScatter", "MpiBroadcast")},
     "EagerPyFunc": "tests/test_py_func.py: tf.py_function against TensorFlow (its Python function decides "
                    "what it computes; gradients eagerly, in tf.function and by tf.gradients)",
 }

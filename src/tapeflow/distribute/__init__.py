@@ -8,6 +8,8 @@ variables; cross_device_ops.py the reductions; mirrored_strategy.py MirroredStra
 
 from tapeflow.distribute import reduce_util, distribute_lib, values, cross_device_ops  # noqa: F401,I001
 from tapeflow.distribute import mirrored_strategy, one_device_strategy  # noqa: F401
+# MultiWorkerMirroredStrategy on MPI (mpi.py, mpi_ops.py), tf.distribute.cluster_resolver, .experimental
+from tapeflow.distribute import collective_all_reduce_strategy, cluster_resolver, experimental  # noqa: F401
 from tapeflow.framework.export import populate as _populate
 
 _populate(__name__)

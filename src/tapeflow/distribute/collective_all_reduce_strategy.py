@@ -24,7 +24,7 @@ from tapeflow.distribute import cluster_resolver as cluster_resolver_lib
 from tapeflow.distribute import mpi, mpi_ops
 from tapeflow.distribute import values as values_lib
 from tapeflow.distribute.cross_device_ops import CrossDeviceOps, divide_by_n
-from tapeflow.distribute.distribute_lib import require_cross_replica_or_default_context
+from tapeflow.distribute.distribute_lib import Strategy, require_cross_replica_or_default_context
 from tapeflow.distribute.mirrored_strategy import MirroredExtended, MirroredStrategy
 from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework import device as device_lib
@@ -183,8 +183,7 @@ class MultiWorkerMirroredStrategy(MirroredStrategy):
     """
 
     def __init__(self, cluster_resolver=None, communication_options=None):
-        MirroredStrategy.__bases__[0].__init__(
-            self, CollectiveAllReduceExtended(self, cluster_resolver, communication_options))
+        Strategy.__init__(self, CollectiveAllReduceExtended(self, cluster_resolver, communication_options))
 
     @property
     def cluster_resolver(self):
@@ -239,7 +238,7 @@ class CollectiveAllReduceExtended(MirroredExtended):
             raise ValueError("communication_options must be a tf.distribute.experimental.CommunicationOptions; got "
                              f"{communication_options!r}.")
         group = mpi.world()
-        resolver = cluster_resolver_lib.MPIClusterResolver(group, mpi.launched_size() is not None)
+        resolver = cluster_resolver_lib.MPIClusterResolver(group, mpi.launched())
         if cluster_resolver is not None:
             _check_resolver(cluster_resolver, group)
             resolver = cluster_resolver
@@ -251,7 +250,6 @@ class CollectiveAllReduceExtended(MirroredExtended):
         self._num_workers = group.size
         self._task_id = group.rank
         self._replica_offset = group.rank * len(self._devices)
-        self._cross_device_ops._num_replicas_in_sync = self._num_replicas_in_sync
         group.timeout = communication_options.timeout_seconds or None
         group.install_fault_hooks()
 
@@ -272,10 +270,10 @@ class CollectiveAllReduceExtended(MirroredExtended):
 
     def _broadcast_initial_value(self, value):
         """Worker 0's `value` on every worker (the same kind of value: a tensor, an array, or
-        Python numbers)."""
+        Python numbers); a collective."""
         if self._group.size == 1:
             return value
-        if isinstance(value, (Tensor, np.ndarray, np.generic)) or getattr(value, "_is_variable", False):
+        if isinstance(value, (Tensor, np.ndarray, np.generic)) or hasattr(value, "_as_tensor"):
             tensor = convert_to_tensor(value)
             out = mpi_ops.broadcast([tensor], self._group)[0]
             return out.numpy() if isinstance(value, (np.ndarray, np.generic)) else out
@@ -283,6 +281,12 @@ class CollectiveAllReduceExtended(MirroredExtended):
         if array.dtype.kind not in "biufc":
             return mpi_ops.broadcast([convert_to_tensor(value)], self._group)[0]
         return self._group.broadcast([array])[0].tolist()         # Python values stay Python values
+
+    def broadcast_to(self, tensor, destinations):
+        """Worker 0's `tensor` (the job's first replica's) on every local device: a collective,
+        so that ONLY_FIRST_REPLICA updates keep mirrored variables equal on every worker
+        (TensorFlow takes each worker's own first replica, and they drift apart)."""
+        return super().broadcast_to(self._broadcast_initial_value(tensor), destinations)
 
     def _create_variable(self, next_creator, **kwargs):
         if state.graphs and self._group.size > 1:       # made inside a tf.function: broadcast in its graph
@@ -298,15 +302,19 @@ class CollectiveAllReduceExtended(MirroredExtended):
 
 
 def _check_resolver(resolver, group):
-    """ValueError unless a user's cluster resolver describes the MPI job this process is in."""
+    """ValueError unless a user's cluster resolver describes the MPI job this process is in:
+    as many chief and worker tasks as processes, this one's index (chief first) its rank."""
     if not isinstance(resolver, cluster_resolver_lib.ClusterResolver):
         raise ValueError(f"cluster_resolver must be a tf.distribute.cluster_resolver.ClusterResolver; got "
                          f"{resolver!r}.")
     spec = resolver.cluster_spec().as_dict()
-    tasks = sum(len(spec.get(job, ())) for job in ("chief", "worker"))
-    if (tasks or 1) != group.size or (resolver.task_id or 0) != group.rank - (1 if "chief" in spec and
-                                                                            resolver.task_type == "worker" else 0):
+    chiefs, workers = len(spec.get("chief", ())), len(spec.get("worker", ()))
+    if resolver.task_type is None:
+        index = 0
+    else:
+        index = (resolver.task_id or 0) + (chiefs if resolver.task_type == "worker" else 0)
+    if max(chiefs + workers, 1) != group.size or index != group.rank:
         raise ValueError(
-            f"The cluster resolver describes {tasks} workers (this one: {resolver.task_type!r} {resolver.task_id!r}), "
-            f"but MPI started {group.size} processes and this is rank {group.rank}. tapeflow's "
+            f"The cluster resolver describes {chiefs + workers} tasks (this one: {resolver.task_type!r} "
+            f"{resolver.task_id!r}), but MPI started {group.size} processes and this is rank {group.rank}. tapeflow's "
             "MultiWorkerMirroredStrategy takes its cluster from MPI: pass no cluster_resolver, or one that matches.")

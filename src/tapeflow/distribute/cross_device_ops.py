@@ -142,7 +142,6 @@ class CrossDeviceOps:
 
     >>> import tapeflow as tf
     >>> ops = tf.distribute.ReductionToOneDevice()
-    >>> values = tf.distribute.get_strategy().experimental_local_results(tf.constant(2.0))
     >>> float(ops.reduce(tf.distribute.ReduceOp.SUM, tf.constant(2.0), "/cpu:0"))
     2.0
     """

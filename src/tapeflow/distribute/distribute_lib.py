@@ -429,11 +429,7 @@ class StrategyExtended:
 
     def variable_created_in_scope(self, v):
         """Whether `v` was made inside this strategy's scope."""
-        owner = getattr(v, "_distribute_strategy", None)
-        if owner is None:
-            ref = _OWNERS.get(v._id)
-            owner = ref() if ref is not None else None
-        return owner is self._container_strategy()
+        return _owner(v) is self._container_strategy()
 
     def colocate_vars_with(self, colocate_with_variable):
         """A scope in which new variables are placed like `colocate_with_variable` (an
@@ -578,6 +574,15 @@ class StrategyExtended:
         return replica_id_in_sync_group
 
 
+def _owner(v):
+    """The strategy in whose scope the variable `v` was made (None: none)."""
+    owner = getattr(v, "_distribute_strategy", None)
+    if owner is None:
+        ref = _OWNERS.get(v._id)
+        owner = ref() if ref is not None else None
+    return owner
+
+
 def _checked_reduce_op(reduce_op):
     assert not isinstance(reduce_op, VariableAggregation), "pass a tf.distribute.ReduceOp, not a VariableAggregation"
     reduce_op = reduce_util.canonical(reduce_op)
@@ -712,7 +717,7 @@ class _DefaultDistributionExtended(StrategyExtended):
         return _DefaultDistributionContext(strategy, creator)
 
     def variable_created_in_scope(self, v):
-        return False
+        return _owner(v) is None
 
     def colocate_vars_with(self, colocate_with_variable):
         _require_strategy_scope_extended(self)

@@ -29,7 +29,7 @@ left behind: the next `run` starts afresh.
 import threading
 import weakref
 
-from tapeflow.distribute import distribute_lib, values as values_lib
+from tapeflow.distribute import values as values_lib
 from tapeflow.distribute.cross_device_ops import CrossDeviceOps, reduce_non_distributed_value
 from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended, UpdateContext, ValueContext
 from tapeflow.distribute.reduce_util import ReduceOp
@@ -403,6 +403,7 @@ class _ReplicaThread(threading.Thread):
         self.parent_state = parent_state
         self.graphs = tuple(parent_state["graphs"])
         self.graph = self.graphs[-1] if self.graphs else None
+        self.eager_replica = not self.graphs       # Note [late-bound reads] in values.py
         self.has_turn = False
         self.done = False
         self.result = None

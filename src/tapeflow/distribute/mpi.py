@@ -4,10 +4,10 @@
 every process together).  Its methods take and return NumPy arrays:
 `all_reduce` (fused sums), `all_gather` (variable-length concatenation in
 rank order, for `IndexedSlices`), `reduce_scatter` (its adjoint),
-`broadcast` (initial variable values from rank 0) and `barrier`.  Launched
-without MPI (no mpiexec, or mpi4py missing) the process is a job of one
-worker and every collective returns its inputs, as TensorFlow's
-MultiWorkerMirroredStrategy is one worker without TF_CONFIG.
+`broadcast` (initial variable values from rank 0) and `barrier`.  A process
+no MPI launcher started is a job of one worker and every collective returns
+its inputs, as TensorFlow's MultiWorkerMirroredStrategy is one worker without
+TF_CONFIG.
 
 Note [MPI collectives]: every collective starts with one small exchange of
 metadata: each worker's description of what it is about to do (the kind of
@@ -69,13 +69,17 @@ from tapeflow.framework import dtypes as _dtypes
 
 INSTALL_HINT = 'pip install "tapeflow[mpi]"'
 
-# Environment variables through which MPI launchers tell a process the job's size.
+# Environment variables through which MPI launchers tell a process the job's size, and others
+# that only a launched process has (MPICH's and Intel MPI's hydra, Open MPI, MVAPICH, PMIx).
 _LAUNCHER_SIZE = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+_LAUNCHER_OTHER = ("PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
 
 PACK_LIMIT = 1 << 18    # bytes: smaller tensors share one packed buffer per dtype (Note [MPI collectives])
 _GRACE_SECONDS = 2.0    # a collective may still complete after a worker's leaving notice
 _NOTICE_TAG = 7
 _ABORT_DELAY = 0.3      # seconds between the last words of a failing worker and MPI_Abort
+_SPIN_SECONDS = float(os.environ.get("TAPEFLOW_MPI_SPIN", 1e-4))   # Note [MPI waits]
+_MAX_PAUSE = 2e-4
 
 _HALF = frozenset({np.dtype(np.float16), _dtypes.bfloat16._np})     # summed in float32
 
@@ -108,6 +112,16 @@ def launched_size(environ=None):
     return None
 
 
+def launched(environ=None):
+    """Whether an MPI launcher (mpiexec, mpirun, srun) started this process.
+
+    >>> launched({"PMIX_RANK": "0"}), launched({})
+    (True, False)
+    """
+    environ = os.environ if environ is None else environ
+    return any(v in environ for v in _LAUNCHER_SIZE + _LAUNCHER_OTHER)
+
+
 _world_lock = threading.Lock()
 _world = None
 
@@ -115,20 +129,22 @@ _world = None
 def world():
     """The job's communicator, made on first use (every worker must call it: it is collective).
 
-    Without mpi4py it is a job of one worker, unless a launcher started several
-    processes: then ImportError says what to install, rather than letting every
-    process train alone.  (The examples in this module use `Communicator(None)`,
-    a job of one worker, so as not to initialize MPI in the process running them.)
+    A process no MPI launcher started is a job of one worker and does not
+    initialize MPI (as TensorFlow's strategy without TF_CONFIG is one worker).  A
+    launched process without mpi4py raises ImportError saying what to install,
+    rather than letting every process train alone (unless the job has one
+    process).
     """
     global _world
     with _world_lock:
         if _world is None:
-            try:
-                MPI = import_mpi()
-            except ImportError:
-                if (launched_size() or 1) > 1:
-                    raise
-                MPI = None
+            MPI = None
+            if launched():
+                try:
+                    MPI = import_mpi()
+                except ImportError:
+                    if launched_size() != 1:
+                        raise
             _world = Communicator(MPI)
         return _world
 
@@ -275,7 +291,7 @@ class Communicator:
                 wire = _wire_dtype(arrays[pack[0]].dtype)
                 if len(pack) == 1:
                     a = arrays[pack[0]]
-                    send = np.ascontiguousarray(a, dtype=wire)
+                    send = np.require(a, wire, "C")
                     recv = np.empty(a.shape, wire)
                     self._wait(self._comm.Iallreduce(send, recv, op=MPI.SUM), "all-reduce")
                     out[pack[0]] = recv if recv.dtype == a.dtype else recv.astype(a.dtype)
@@ -313,7 +329,7 @@ class Communicator:
         >>> Communicator(None).all_gather([np.arange(3)])[0].tolist()    # one worker
         [0, 1, 2]
         """
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [np.require(a, requirements="C") for a in arrays]     # (0-d stays 0-d)
         for i, a in enumerate(arrays):
             if a.ndim == 0:
                 label = names[i] if names and names[i] else f"tensor {i}"
@@ -357,7 +373,7 @@ class Communicator:
             for k, a in enumerate(arrays):       # blocking: Note [MPI collectives]
                 wire = _wire_dtype(a.dtype)
                 row = int(np.prod(a.shape[1:], dtype=np.int64))
-                send = np.ascontiguousarray(a, dtype=wire)
+                send = np.require(a, wire, "C")
                 recv = np.empty((int(rows[k]),) + a.shape[1:], wire)
                 self._comm.Reduce_scatter(send, recv, [int(n) * row for n in everyone[:, k]], op=MPI.SUM)
                 result.append(recv if recv.dtype == a.dtype else recv.astype(a.dtype))
@@ -369,7 +385,7 @@ class Communicator:
         >>> Communicator(None).broadcast([np.arange(2)])[0].tolist()
         [0, 1]
         """
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [np.require(a, requirements="C") for a in arrays]     # (0-d stays 0-d)
         if self.size == 1:
             return arrays
         with self._lock:
@@ -401,7 +417,7 @@ class Communicator:
             mine[:len(name)] = np.frombuffer(name, np.uint8)
             everyone = np.empty((self.size, 256), np.uint8)
             with self._lock:
-                self._wait(self._comm.Iallgather(mine, everyone), "host exchange")
+                self._wait(self._comm.Iallgather(mine, everyone), "host exchange", polite=True)
             self._hosts = [row.tobytes().rstrip(b"\0").decode(errors="replace") for row in everyone]
         return self._hosts
 
@@ -410,7 +426,7 @@ class Communicator:
         if self.size == 1:
             return
         with self._lock:
-            self._wait(self._comm.Ibarrier(), "barrier")
+            self._wait(self._comm.Ibarrier(), "barrier", polite=True)
 
     def check(self, what, arrays, names=None, leading_free=False):
         """Raises ValueError on every worker when the workers' arrays for the collective
@@ -427,7 +443,7 @@ class Communicator:
         key = repr((what, layout)).encode()
         digest = np.frombuffer(hashlib.blake2b(key, digest_size=16).digest(), np.uint8)
         everyone = np.empty((self.size, 16), np.uint8)
-        self._wait(self._comm.Iallgather(digest, everyone), what)
+        self._wait(self._comm.Iallgather(digest, everyone), what, polite=True)
         if (everyone == everyone[0]).all():
             return
         mine = np.frombuffer(pickle.dumps(
@@ -452,27 +468,16 @@ class Communicator:
 
     # -- faults (Note [MPI faults]) ------------------------------------------------------------
 
-    def _wait(self, request, what):
-        """Waits for `request`, failing when a worker left or the wait times out."""
+    def _wait(self, request, what, polite=False):
+        """Waits for `request`, failing when a worker left or the wait times out; `polite`:
+        a wait for other workers to arrive (Note [MPI waits])."""
         if self._broken is not None:
             raise RuntimeError(self._broken)
-        if self.timeout is None:
+        if self.timeout is None and not polite:
             if self._MPI.Request.Waitany([request, self._notices]) == 0:
                 return
-        else:
-            deadline = time.monotonic() + self.timeout
-            pause = 1e-5
-            while True:
-                if request.Test():
-                    return
-                if self._notices.Test():
-                    break
-                if time.monotonic() > deadline:
-                    self._broken = (f"A collective {what} of MultiWorkerMirroredStrategy did not complete within "
-                                    f"timeout_seconds={self.timeout} on worker {self.rank}; the job cannot go on.")
-                    raise TimeoutError(self._broken)
-                time.sleep(pause)
-                pause = min(pause * 2, 1e-3)
+        elif self._poll(request, what):
+            return
         # A worker announced its exit.  The collective may still complete (it finished its
         # part before leaving): give it a moment, then give up.
         left = int(self._notice_buf[0])
@@ -487,6 +492,26 @@ class Communicator:
                         "of MultiWorkerMirroredStrategy: it can never complete. Every worker must run the same "
                         "collectives (the same training steps) before it exits.")
         raise RuntimeError(self._broken)
+
+    def _poll(self, request, what):
+        """Tests `request` until it completes (True) or a leaving notice comes (False): spinning
+        at first, then sleeping between tests (Note [MPI waits]); TimeoutError past `timeout`."""
+        start = time.monotonic()
+        deadline = None if self.timeout is None else start + self.timeout
+        pause = 0.0
+        while True:
+            if request.Test():
+                return True
+            if self._notices.Test():
+                return False
+            now = time.monotonic()
+            if deadline is not None and now > deadline:
+                self._broken = (f"A collective {what} of MultiWorkerMirroredStrategy did not complete within "
+                                f"timeout_seconds={self.timeout} on worker {self.rank}; the job cannot go on.")
+                raise TimeoutError(self._broken)
+            if now - start > _SPIN_SECONDS:
+                time.sleep(pause)
+                pause = min(2 * pause or 1e-5, _MAX_PAUSE)
 
     def install_fault_hooks(self):
         """Makes an uncaught exception in any thread abort the whole job (Note [MPI faults])."""

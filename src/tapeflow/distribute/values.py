@@ -21,6 +21,7 @@ and returns them, flattened into their components.  Code here that must see them
 where they are leaves.
 """
 
+import threading
 import weakref
 
 import optree
@@ -28,10 +29,11 @@ import optree
 from tapeflow.distribute import distribute_lib as _distribute_lib     # (a cycle: used at call time only)
 from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework.context import state
+from tapeflow.framework.op_def import execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, operators
 from tapeflow.ops.variable_creation import VariableAggregation, VariableSynchronization
-from tapeflow.ops.variables import Variable
+from tapeflow.ops.variables import Variable, _read_variable
 
 
 def map_plain(fn, structure):
@@ -50,6 +52,19 @@ def current_replica_id():
     if ctx is not None:
         return ctx._replica_id
     return _distribute_lib.get_update_replica_id()
+
+
+def _late_bound():
+    """Whether a read should name the distributed variable itself, not a component.
+
+    Note [late-bound reads]: a `tf.function` called by replicas running eagerly is traced
+    once (by the first replica to call it) and run by every replica.  Its reads of a
+    distributed variable are made with the variable itself as input, so that the graph
+    reads, and the calling replica's tape differentiates, the component of whichever
+    replica runs it (the variable's `_value` and `_id` are resolved when the op runs).
+    Everywhere else a read names the component the context selects.
+    """
+    return bool(state.graphs) and getattr(threading.current_thread(), "eager_replica", False)
 
 
 class DistributedValues:
@@ -192,16 +207,21 @@ class DistributedVariable(DistributedValues, Variable):
     # -- reads ---------------------------------------------------------------------------
     def value(self):
         self._note_access()       # first: tapes list the distributed variable, not the component
+        if _late_bound():
+            return execute(_read_variable, (self,), {})
         return self._get_on_device_or_primary().value()
 
     def read_value(self):
         with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
+            if _late_bound():
+                return array_ops.identity(self.value())
             self._note_access()
             return array_ops.identity(self._get())
 
     def _as_tensor(self, dtype=None):
-        self._note_access()
-        return self._get_on_device_or_primary()._as_tensor(dtype)
+        if dtype is not None and dtype != self.dtype:
+            return self._get_on_device_or_primary()._as_tensor(dtype)      # its error
+        return self.value()
 
     def numpy(self):
         return self.read_value().numpy()
@@ -308,9 +328,10 @@ class SyncOnReadVariable(DistributedVariable):
                                                     axis=None)
 
     def value(self):
-        if current_replica_id() is None:
-            return self._get_cross_replica()
-        return DistributedVariable.value(self)
+        with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
+            if _distribute_lib.in_cross_replica_context() and _distribute_lib.get_update_replica_id() is None:
+                return self._get_cross_replica()
+            return DistributedVariable.value(self)
 
     def read_value(self):
         return array_ops.identity(self.value())
@@ -433,15 +454,6 @@ def update_regroup(extended, updates, group):
     tuple of per-replica results per position."""
     if not group:
         return map_plain(extended._local_results, regroup(updates, Mirrored))
-    read = [map_plain(lambda v: array_ops.identity(v) if getattr(v, "_is_variable", None) is not None else v, u)
+    read = [map_plain(lambda v: array_ops.identity(v) if isinstance(v, (Tensor, Variable)) else v, u)
             for u in updates]
     return regroup(read, Mirrored)
-
-
-def is_distributed(value):
-    return isinstance(value, DistributedValues)
-
-
-def in_replica_thread():
-    """Whether the thread runs inside some strategy's replica (not the default context)."""
-    return bool(state.strategies) and _distribute_lib.get_replica_context() is not None

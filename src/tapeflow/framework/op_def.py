@@ -44,11 +44,12 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #                   and in messages.
 #   kernel          `kernel(*arrays, **attrs) -> array | tuple of arrays`.
 #   allowed         NumPy dtypes accepted for input 0 by `kernel` (None: any).
-#   half            the kernel for float16 and bfloat16 inputs (Note [half precision] in
-#                   ops/half.py), or None; declared, those dtypes move from `allowed` to
-#                   `half_dtypes`, so `execute` picks it in its dtype check's failure branch:
-#                   other dtypes pay nothing for it.  `kernel` must still compute them (the
-#                   same numbers, slower): callers that do not dispatch use `kernel_for`.
+#   half            the kernel for float16 and bfloat16 inputs, or None; declared as a factory
+#                   of ops/half.py that makes it from `kernel` (Note [half precision] there).
+#                   Those dtypes move from `allowed` to `half_dtypes`, so `execute` picks it
+#                   in its dtype check's failure branch and other dtypes pay nothing for it
+#                   (with `allowed` None, `kernel` takes them too).  Code that runs kernels
+#                   itself picks one with `kernel_for`.
 #   same_dtype      whether all inputs must share input 0's dtype (TF's `T`).
 #   num_outputs     outputs of the kernel (it returns a tuple when > 1).
 #   stateful        never folded or pruned in graphs (variables, randomness).
@@ -110,9 +111,9 @@ class Op:
         self.type = type_
         self.kernel = kernel
         self.allowed = None if allowed is None else frozenset(np.dtype(d._np) for d in allowed)
-        self.half = half
-        self.half_dtypes = frozenset() if half is None else self.allowed & _HALF
-        if half is not None:
+        self.half = None if half is None else half(kernel)
+        self.half_dtypes = frozenset() if half is None else _HALF if self.allowed is None else self.allowed & _HALF
+        if half is not None and self.allowed is not None:
             self.allowed -= _HALF
         self.same_dtype = same_dtype
         self.num_outputs = num_outputs

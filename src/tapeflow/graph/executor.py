@@ -11,6 +11,7 @@ import numpy as np
 
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import Tensor
+from tapeflow.ops import half
 from tapeflow.ops.variables import Variable
 from tapeflow.graph.graph import Operation, SymbolicTensor, _const
 
@@ -69,6 +70,40 @@ def _kernel(op):
     if op_def.half is None or not op.inputs:
         return op_def.kernel
     return op_def.kernel_for(op.inputs[0].dtype._np)
+
+
+def _plan_kernels(steps, keep, known, template):
+    """Each step's kernel; half steps that read or write wide slots run through
+    `half.plan_kernel` (Note [half precision in plans] in ops/half.py).  Constants read
+    only by half steps are widened here, once."""
+    kernels = [_kernel(op) for op, *_ in steps]
+    halves = {n: op.inputs[0].dtype._np for n, (op, *_) in enumerate(steps) if isinstance(kernels[n], half.HalfKernel)}
+    if not halves:
+        return kernels
+    readers = {}
+    for n, (_, ins, *_) in enumerate(steps):
+        for index in ins:
+            readers.setdefault(index, []).append(n)
+
+    def only_half_readers(index, dtype):
+        return index not in keep and index in readers and all(halves.get(n) == dtype for n in readers[index])
+
+    wide = set()
+    for n, dtype in halves.items():
+        op, _, _, outs, _ = steps[n]
+        if len(outs) == 1 and op.outputs[0]._value.dtype == dtype and only_half_readers(outs[0], dtype):
+            wide.add(outs[0])
+    for index in known:
+        value = template[index]
+        if isinstance(value, np.ndarray) and value.dtype in half.HALF_NP and only_half_readers(index, value.dtype):
+            template[index] = half.to_float32(value)
+            wide.add(index)
+    for n, dtype in halves.items():
+        ins, outs = steps[n][1], steps[n][3]
+        wide_out = len(outs) == 1 and outs[0] in wide
+        if wide_out or any(index in wide for index in ins):
+            kernels[n] = half.plan_kernel(kernels[n], dtype, wide_out)
+    return kernels
 
 
 def _reusable_buffers(steps, last_use, pinned):
@@ -192,9 +227,10 @@ class Plan:
         for index, n in last_use.items():
             if index not in keep:
                 frees.setdefault(n, []).append(index)
+        kernels = _plan_kernels(steps, keep, known, template)
         reuse = _reusable_buffers(steps, last_use, keep | known)
         self._steps = tuple(
-            (_kernel(op), ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
+            (kernels[n], ins, op.attrs, outs[0] if op.op_def.num_outputs == 1 else outs,
              op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), reuse.get(n), op)
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template

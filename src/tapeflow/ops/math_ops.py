@@ -35,7 +35,6 @@ from tapeflow.ops import batching, shape_fns
 from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 from tapeflow.ops import half
-from tapeflow.ops.half import computes_in_float32
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -77,7 +76,7 @@ def _mul_jvp(inputs, outputs, attrs, tangents):
 # (Note [buffer reuse] in graph/executor.py).  `half`: float16 and bfloat16 computed in
 # float32 and rounded once, the correctly rounded result (Note [half precision] in ops/half.py).
 @binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True,
-           jvp=_sum_jvp(1), half=half.in_float32(np.add))
+           jvp=_sum_jvp(1), half=half.in_float32_ufunc(np.add))
 def add_v2(x, y):
     out = np.add(x, y)                  # strings join (TensorFlow's string Add)
     return out if type(out) is not str else np.asarray(out, x.dtype)
@@ -127,7 +126,7 @@ def _sparse_sum_grads(op, dz, negate):
 
 @tf_export("math.subtract", "subtract")
 @binary_op("Sub", dtypes=NUMERIC_TYPES, into=np.subtract, accepts_indexed_slices=True, jvp=_sum_jvp(-1),
-           half=half.in_float32(np.subtract))
+           half=half.in_float32_ufunc(np.subtract))
 def subtract(x, y):
     return np.subtract(x, y)
 
@@ -140,7 +139,7 @@ def _sub_grad(op, dz):
 
 
 @tf_export("math.multiply", "multiply")
-@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply, jvp=_mul_jvp, half=half.in_float32(np.multiply))
+@binary_op("Mul", dtypes=NUMERIC_TYPES, into=np.multiply, jvp=_mul_jvp, half=half.in_float32_ufunc(np.multiply))
 def multiply(x, y):
     return np.multiply(x, y)
 
@@ -153,7 +152,7 @@ def _mul_grad(op, dz):
                         None if 1 in skip else _conj_if_complex(x) * dz)
 
 
-@binary_op("RealDiv", dtypes=INEXACT_TYPES, into=np.true_divide, half=half.in_float32(np.true_divide))
+@binary_op("RealDiv", dtypes=INEXACT_TYPES, into=np.true_divide, half=half.in_float32_ufunc(np.true_divide))
 def _real_div(x, y):
     return np.true_divide(x, y)
 
@@ -779,8 +778,7 @@ def _matmul_jvp(inputs, outputs, attrs, tangents):
 
 
 @op("BatchMatMulV2", dtypes=NUMERIC_TYPES, shape=shape_fns.matmul_shape, unknown_rank=shape_fns.rank_unknown,
-    fresh_outputs=True, jvp=_matmul_jvp)
-@computes_in_float32
+    fresh_outputs=True, jvp=_matmul_jvp, half=half.in_float32)
 def _matmul(a, b, transpose_a, transpose_b):
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"In[0] and In[1] must be at least rank 2, got shapes {list(a.shape)} and {list(b.shape)}")

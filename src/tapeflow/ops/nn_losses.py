@@ -20,7 +20,7 @@ from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
 )
 from tapeflow.ops.shape_fns import static_int
-from tapeflow.ops.half import computes_in_float32
+from tapeflow.ops import half
 
 
 # -- softmax cross-entropies --------------------------------------------------------
@@ -42,8 +42,7 @@ def _softmax_hvp(logits, dbackprop):
 
 
 @op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2, shape=shape_fns.softmax_xent_shape,
-    accepts_none=(1,))
-@computes_in_float32
+    accepts_none=(1,), half=half.in_float32)
 def _softmax_xent(logits, labels):
     if logits.ndim != 2 or labels.ndim != 2:
         raise ValueError(f"logits and labels must be 2-D, got logits {list(logits.shape)} and "
@@ -109,8 +108,7 @@ def _softmax_xent_grad(op, dloss, dbackprop):
 
 
 @op("SparseSoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, same_dtype=False, num_outputs=2,
-    shape=shape_fns.sparse_softmax_xent_shape, accepts_none=(1,), fresh_outputs=True)
-@computes_in_float32
+    shape=shape_fns.sparse_softmax_xent_shape, accepts_none=(1,), fresh_outputs=True, half=half.in_float32)
 def _sparse_softmax_xent(logits, labels):
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-D, but got shape {list(logits.shape)}")

@@ -26,7 +26,6 @@ from tapeflow.ops import batching
 from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.shape_fns import unary_op
 from tapeflow.ops import half
-from tapeflow.ops.half import computes_in_float32
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -233,8 +232,7 @@ def _check_rank1(x):
 # UnchangedShapeWithRankAtLeast 1); for an input of unknown rank, unknown rank.
 
 @op("Softmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape, unknown_rank=shape_fns.rank_unknown,
-    batch=ELEMENTWISE)     # along the last axis, which the batch axis leaves in place
-@computes_in_float32
+    batch=ELEMENTWISE, half=half.in_float32)     # along the last axis, which the batch axis leaves in place
 def _softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -250,8 +248,7 @@ def _softmax_grad(op, dy):
 
 
 @op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape,
-    unknown_rank=shape_fns.rank_unknown, batch=ELEMENTWISE)
-@computes_in_float32
+    unknown_rank=shape_fns.rank_unknown, batch=ELEMENTWISE, half=half.in_float32)
 def _log_softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -374,8 +371,8 @@ def bias_add(value, bias, data_format=None, name=None):
     return execute(_bias_add, (value, bias), {"data_format": "NCHW" if channels_first else "NHWC"})
 
 
-@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape, accepts_indexed_slices=True)
-@computes_in_float32
+@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape, accepts_indexed_slices=True,
+    half=half.in_float32)
 def _bias_add(value, bias, data_format):
     axis = 1 if data_format == "NCHW" else value.ndim - 1
     if bias.ndim != 1 or value.ndim < 2 or value.shape[axis] != bias.shape[0]:    # graphs: checked when run

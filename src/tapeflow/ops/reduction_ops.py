@@ -26,6 +26,7 @@ from tapeflow.ops import array_ops, batching, shape_fns, shape_tensors, slicing_
 from tapeflow.ops.batching import REDUCTION
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
+from tapeflow.ops import half
 from tapeflow.ops.half import computes_in_float32
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
@@ -127,8 +128,7 @@ def _reduce(kernel, input_tensor, axis, keepdims):
 
 # -- sum and mean ----------------------------------------------------------------------
 
-@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR)
-@computes_in_float32
+@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR, half=half.in_float32)
 def _sum(x, axis, keepdims):
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
@@ -172,8 +172,7 @@ def _product(dims):
     return n
 
 
-@reduction_op("Mean", dtypes=NUMERIC_TYPES)
-@computes_in_float32
+@reduction_op("Mean", dtypes=NUMERIC_TYPES, half=half.in_float32)
 def _mean(x, axis, keepdims):
     n = _count(x.shape, axis)
     if x.dtype.kind in "iu":                            # integer means truncate toward zero

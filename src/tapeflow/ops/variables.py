@@ -101,11 +101,11 @@ def _no_outputs(*inputs, **attrs):
     return []
 
 
-def _write_op(type_):
+def _write_op(type_, half=None):
     """Declares a variable write: stateful, no outputs, not differentiable."""
     def wrap(kernel):
         return op(type_, same_dtype=False, num_outputs=-1, stateful=True, shape=_no_outputs,
-                  differentiable=False, batch=_batched_write)(kernel)
+                  differentiable=False, batch=_batched_write, half=half)(kernel)
     return wrap
 
 
@@ -129,7 +129,7 @@ def _check_update(var, value):
                          f"shape {_shape_str(np.shape(value))}, shapes must be equal.")
 
 
-@_write_op("AssignAddVariableOp")
+@_write_op("AssignAddVariableOp", half=half.any_width)     # `_update` takes wide values too
 def _assign_add(value, var):
     _written_value(var, "AssignAddVariableOp")
     _check_update(var, value)
@@ -137,7 +137,7 @@ def _assign_add(value, var):
     return ()
 
 
-@_write_op("AssignSubVariableOp")
+@_write_op("AssignSubVariableOp", half=half.any_width)
 def _assign_sub(value, var):
     _written_value(var, "AssignSubVariableOp")
     _check_update(var, value)

@@ -73,6 +73,7 @@ def test_all_gather_reduce_scatter_broadcast(results):
         _close(results[r]["reduce_scatter"], _listed([whole[bounds[r]:bounds[r + 1]]]))
         _close(results[r]["broadcast"], [[0.0, 0.0], True, [[0.5, 0.5], [0.5, 0.5]]])
         _close(results[r]["broadcast_op"], [[0.0, 0.0]])
+        assert results[r]["broadcast_scalar"] == [[], 7.0]          # a scalar stays a scalar
 
 
 def test_all_reduce_gradients_eagerly_and_in_tf_function(results):

@@ -47,6 +47,8 @@ out["all_gather"] = listed(group.all_gather([np.arange(r + 1) + 10 * r, np.full(
 out["reduce_scatter"] = listed(group.reduce_scatter([np.arange(n * (n + 1) // 2, dtype=np.float32)], [r + 1]))
 out["broadcast"] = listed(group.broadcast([np.full(2, r, np.float32), np.array(r == 0),
                                            np.full((2, 2), r + 0.5, ml_dtypes.bfloat16)]))
+scalar = group.broadcast([np.float64(r + 7)])[0]
+out["broadcast_scalar"] = [list(scalar.shape), float(scalar)]
 group.barrier()
 
 # -- ops: eager, under tapes, in tf.function ---------------------------------------------------
