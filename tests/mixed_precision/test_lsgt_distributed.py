@@ -177,3 +177,26 @@ def test_loss_scaled_training_under_mpi_keeps_one_scale():
     assert r0["skipped"] == r1["skipped"] >= 14       # 2**15 -> 2 in the first step, then again as it grows
     assert r1["op"] == "Exp"
     np.testing.assert_allclose(r0["grad"], r0["expected_grad"], rtol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+def test_keras_loss_scale_optimizer_skips_on_every_replica_together(strategy, mode):
+    with strategy.scope():
+        w = tf.Variable([1.0, 2.0])
+        opt = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD(0.1))
+        opt.build([w])        # else a traced scale_loss keeps the initial scale (Keras 3 does the same)
+
+    def replica_step(x):
+        with tf.GradientTape() as tape:
+            scaled = opt.scale_loss(tf.reduce_sum(w * x))
+        opt.apply_gradients([(tape.gradient(scaled, w), w)])
+
+    run = (lambda x: strategy.run(replica_step, args=(x,)))
+    run = run if mode == "eager" else tf.function(run)
+    run(_per_replica(strategy, np.float32([1.0, 1.0]), np.float32([1.0, np.inf])))   # replica 1 overflows
+    assert [v.tolist() for v in _local(strategy, w)] == [[1.0, 2.0], [1.0, 2.0]]
+    assert float(opt.dynamic_scale) == 2.0 ** 14 and opt.skipped_steps == 1
+    run(_per_replica(strategy, np.float32([1.0, 1.0]), np.float32([1.0, 1.0])))
+    for v in _local(strategy, w):          # the replicas' gradients summed: w -= 0.1 * 2
+        np.testing.assert_allclose(v, [0.8, 1.8], rtol=1e-6)
+    assert int(opt.iterations) == 1

@@ -29,6 +29,16 @@ program with its own numbers: it follows Keras 3 until the program calls
 `get_unscaled_gradients` (which Keras 3 does not have, and which a Keras 2
 program must call before `apply_gradients`) or asks for `dynamic=False`, and
 from then on follows Keras 2.  A gradient is never divided twice.
+
+Note [loss-scale optimizers under a strategy]: `apply_gradients` called in
+the replicas of `strategy.run` moves to the cross-replica context with a
+merge_call, as Keras's does.  There each replica tests its own gradients, the
+flags are summed across replicas (and MPI processes) and the step is finite
+only when every replica's is; then every replica hands its gradients to the
+inner optimizer (which sums them across replicas) or the step is skipped on
+all of them, and the scale, mirrored, changes once.  (Keras 3 takes the first
+replica's verdict, which lets another replica's inf reach the summed
+gradients; tapeflow's verdict covers all of them.)
 """
 
 import numpy as np
@@ -45,7 +55,7 @@ from tapeflow.mixed_precision import nonfinite
 from tapeflow.mixed_precision.loss_scale import LossScale, DynamicLossScale, FixedLossScale, _all_finite
 from tapeflow.ops import math_ops, unary_ops
 from tapeflow.ops.variables import Variable
-from tapeflow.optimizers.optimizer import Optimizer as KerasOptimizer
+from tapeflow.optimizers.optimizer import Optimizer as KerasOptimizer, _strategy_replica
 from tapeflow.optimizers.v1_optimizer import Optimizer as V1Optimizer
 
 _DEFAULT_SCALE = 2.0 ** 15
@@ -194,6 +204,18 @@ class LossScaleOptimizer:
         """The `NonFiniteReport` of the last skipped step, or None (tapeflow)."""
         return nonfinite.skip_log(self).last
 
+    def build(self, var_list):
+        """Creates the inner optimizer's slots for `var_list`; from now on `scale_loss` uses the
+        dynamic scale (build before tracing a step that calls `scale_loss`, as in Keras 3)."""
+        if not self.inner_optimizer.built:
+            self.inner_optimizer.build(list(var_list))
+        self._built = True
+
+    @property
+    def built(self):
+        """Whether `build` (or a first `apply_gradients`) has run."""
+        return self._built
+
     # -- scaling ------------------------------------------------------------------------------
     def scale_loss(self, loss):
         """`loss` times the loss scale (Keras 3): by the Python `initial_scale` in the loss's
@@ -240,6 +262,12 @@ class LossScaleOptimizer:
         """
         pairs = [tuple(p) for p in grads_and_vars]
         grads, variables = [g for g, _ in pairs], [v for _, v in pairs]
+        replica = _strategy_replica()
+        if replica is not None:        # Note [loss-scale optimizers under a strategy]
+            if self._keras2 and all(g is None for g in grads):
+                raise ValueError(f"No gradients provided for any variable: {[v.name for v in variables]}.")
+            replica.merge_call(self._apply_across_replicas, args=(grads, variables))
+            return self.iterations
         if not self.inner_optimizer.built:      # slots exist before the conditional update
             self.inner_optimizer.build(variables)
         self._built = True
@@ -255,8 +283,7 @@ class LossScaleOptimizer:
                                                [v.name for v in variables])
 
         def apply():
-            applied = grads if self._keras2 else [None if g is None else _divided(g, scale) for g in grads]
-            self.inner_optimizer.apply_gradients(zip(applied, variables))
+            self.inner_optimizer.apply_gradients(zip(self._applied(grads, scale), variables))
             self._update_scale(True)
             return convert_to_tensor(True)
 
@@ -272,6 +299,53 @@ class LossScaleOptimizer:
         else:
             control_flow.cond(finite, apply, skip)
         return self.iterations
+
+    def _applied(self, grads, scale):
+        """The gradients the inner optimizer applies: Keras 3's scaled ones divided by `scale`."""
+        return grads if self._keras2 else [None if g is None else _divided(g, scale) for g in grads]
+
+    def _apply_across_replicas(self, strategy, grads, variables):
+        """`apply_gradients` in the cross-replica context: one verdict on every replica's
+        gradients, then every replica applies, or the step is skipped everywhere
+        (Note [loss-scale optimizers under a strategy])."""
+        if not self.inner_optimizer.built:
+            self.inner_optimizer.build(variables)
+        self._built = True
+        per_replica = strategy.experimental_local_results(grads)
+        first = per_replica[0]
+        if self._dynamic:
+            flags = strategy.extended.call_for_each_replica(
+                lambda g: math_ops.cast(self.check_finite(g), dtypes.float32), args=(grads,))
+            finite = math_ops.equal(strategy.reduce("SUM", flags, axis=None), float(strategy.num_replicas_in_sync))
+        else:
+            finite = True
+        scale = convert_to_tensor(self.dynamic_scale)
+        if executing_eagerly():      # report the first replica whose own gradients overflowed
+            first = next((g for g in per_replica if not bool(self.check_finite(g))), first)
+        report_inputs, callback = _skip_report(nonfinite.skip_log(self), scale, convert_to_tensor(self.iterations),
+                                               first, [v.name for v in variables])
+
+        def apply():
+            strategy.extended.call_for_each_replica(
+                lambda g: self.inner_optimizer.apply_gradients(zip(self._applied(g, scale), variables)),
+                args=(grads,))
+            if self._dynamic:
+                self._update_scale(True)
+            return convert_to_tensor(True)
+
+        def skip():
+            if self._keras2:
+                self.iterations.assign_add(1)
+            self._update_scale(False)
+            nonfinite.report_now(report_inputs, callback)
+            return convert_to_tensor(False)
+
+        if finite is True:
+            apply()
+        elif executing_eagerly():
+            apply() if bool(finite) else skip()
+        else:
+            control_flow.cond(finite, apply, skip)
 
     def _update_scale(self, finite):
         """The dynamic scale after a finite (or skipped) step: Keras 2's or Keras 3's rule
