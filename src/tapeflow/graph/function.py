@@ -475,6 +475,23 @@ def _spec_dims(shape):
 _SIGNATURE = "input_signature"     # the cache key of the one trace of a function with an input_signature
 
 
+def _replica_key():
+    """Which strategy and replica a call is made in (Note [traces per replica]).
+
+    Note [traces per replica]: as TensorFlow traces a function once per replica
+    device, a `tf.function` called inside `strategy.run` keeps its traces per
+    (strategy, replica), in a copy of itself per key (`_per_replica`): a trace
+    bakes in its replica's id and its replica's copies of mirrored variables,
+    and eager replicas running in threads never trace or look up one shared
+    cache at the same moment.  Outside any strategy the cost is one test of the
+    thread's strategy stack.
+    """
+    mode = state.strategies[-1]
+    replica = mode.replica_context
+    rid = None if replica is None else replica._replica_id_in_sync_group
+    return id(mode.strategy), rid if rid is None or isinstance(rid, int) else id(rid)
+
+
 class Function:
     """A Python function traced into graphs on first use for each input signature.
 
@@ -502,6 +519,7 @@ class Function:
         self._canonical = function_type.Canonicalizer(python_function)   # Note [function types]
         self._dispatched = {}       # call types served by a more general trace
         self._calls = {}            # call keys (function_type.call_key) -> their trace
+        self._per_replica = None    # replica key -> this function's copy (Note [traces per replica])
 
     @property
     def python_function(self):
@@ -524,8 +542,23 @@ class Function:
     def __call__(self, *args, **kwargs):
         if settings.functions_run_eagerly:          # tf.config.run_functions_eagerly(True): no tracing
             return self._python_function(*args, **kwargs)
+        if state.strategies and self._per_replica is not False:
+            return self._replica_copy()(*args, **kwargs)
         concrete, flat_args = self._concrete_for(args, kwargs)
         return concrete._structured(concrete._call_flat(flat_args))
+
+    def _replica_copy(self):
+        """This function's copy for the current strategy and replica (Note [traces per replica])."""
+        if self._per_replica is None:
+            self._per_replica = {}
+        key = _replica_key()
+        copy = self._per_replica.get(key)
+        if copy is None:
+            copy = Function(self._python_function, self._input_signature, autograph=self._autograph,
+                            name=self._name, reduce_retracing=self._reduce_retracing)
+            copy._per_replica = False
+            copy = self._per_replica.setdefault(key, copy)
+        return copy
 
     def get_concrete_function(self, *args, **kwargs):
         """The trace for these arguments (TensorSpecs allowed), tracing if needed;
@@ -543,7 +576,8 @@ class Function:
         >>> f.experimental_get_tracing_count()
         2
         """
-        return self._trace_count
+        copies = self._per_replica or {}
+        return self._trace_count + sum(c._trace_count for c in copies.values())
 
     def pretty_printed_concrete_signatures(self, verbose=True):
         """Each trace's `pretty_printed_signature`, in the order they were made.
