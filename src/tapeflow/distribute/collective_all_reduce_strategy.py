@@ -268,25 +268,27 @@ class CollectiveAllReduceExtended(MirroredExtended):
     def should_save_summary(self):
         return self._task_id == 0
 
-    def _broadcast_initial_value(self, value):
-        """Worker 0's `value` on every worker (the same kind of value: a tensor, an array, or
-        Python numbers); a collective."""
+    def _broadcast_initial_value(self, value, dtype=None):
+        """Worker 0's `value` on every worker, a collective: eagerly the same kind of value (a
+        tensor, an array, Python numbers); while a graph is built, a tensor (of `dtype` for a
+        Python value) broadcast when the graph runs: no collective at trace time, where workers
+        may trace differently."""
         if self._group.size == 1:
             return value
-        if isinstance(value, (Tensor, np.ndarray, np.generic)) or hasattr(value, "_as_tensor"):
-            tensor = convert_to_tensor(value)
-            out = mpi_ops.broadcast([tensor], self._group)[0]
-            return out.numpy() if isinstance(value, (np.ndarray, np.generic)) else out
+        if state.graphs or isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
+            return mpi_ops.broadcast([convert_to_tensor(value, dtype=dtype)], self._group)[0]
         array = np.asarray(value)
         if array.dtype.kind not in "biufc":
-            return mpi_ops.broadcast([convert_to_tensor(value)], self._group)[0]
-        return self._group.broadcast([array])[0].tolist()         # Python values stay Python values
+            return mpi_ops.broadcast([convert_to_tensor(value, dtype=dtype)], self._group)[0]
+        out = self._group.broadcast([array])[0]
+        return out if isinstance(value, (np.ndarray, np.generic)) else out.tolist()   # Python values stay Python
 
     def broadcast_to(self, tensor, destinations):
         """Worker 0's `tensor` (the job's first replica's) on every local device: a collective,
         so that ONLY_FIRST_REPLICA updates keep mirrored variables equal on every worker
         (TensorFlow takes each worker's own first replica, and they drift apart)."""
-        return super().broadcast_to(self._broadcast_initial_value(tensor), destinations)
+        dtype = getattr(destinations, "dtype", None) if isinstance(tensor, (bool, int, float, complex)) else None
+        return super().broadcast_to(self._broadcast_initial_value(tensor, dtype), destinations)
 
     def _create_variable(self, next_creator, **kwargs):
         if state.graphs and self._group.size > 1:       # made inside a tf.function: broadcast in its graph

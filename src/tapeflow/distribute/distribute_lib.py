@@ -695,10 +695,16 @@ def _all_reduce_with_gradient(ctx, reduce_op, batch_all_reduce, flat):
     """The dense all-reduce, whose gradient all-reduces the gradients the same way."""
     from tapeflow.custom_gradient import custom_gradient      # (imports eager and graph: the layer above ops)
 
+    def grad(*dys, variables=None):
+        dxs = ctx.all_reduce(reduce_op, list(dys))
+        # (in a TF1 graph the walk back from the results also meets the other replicas' reads)
+        return dxs if variables is None else (dxs, [None] * len(variables))
+
+    grad._variables_optional = True
+
     @custom_gradient
     def grad_wrapper(*xs):
-        ys = ctx.merge_call(batch_all_reduce, args=xs)
-        return list(ys), lambda *dys: ctx.all_reduce(reduce_op, list(dys))
+        return list(ctx.merge_call(batch_all_reduce, args=xs)), grad
 
     return grad_wrapper(*[convert_to_tensor(v) for v in flat])
 

@@ -53,6 +53,17 @@ Note [MPI faults]: a job must end, never hang, when one worker fails.
   the job as above; any later collective raises at once.
 - `timeout_seconds` (CommunicationOptions) bounds each wait: past it, the
   collective raises TimeoutError (TensorFlow raises DeadlineExceededError).
+
+Note [MPI waits]: MPI waits by spinning, which is fastest while every process
+has a core of its own, but a worker that reaches a collective early then takes
+CPU time from the late one whenever processes outnumber cores (a laptop, a
+shared node, threads of other programs): the step slows down by the time it
+spins.  So the waits in which workers wait for each other to arrive (the
+metadata exchange that opens every collective, barriers) are polite: they test
+the request in a loop for TAPEFLOW_MPI_SPIN seconds (default 1e-4; "inf"
+spins as MPI does), then sleep between tests, 10 us at first and at most
+_MAX_PAUSE.  Once the metadata exchange is done every worker is in the
+collective, and the data moves under MPI_Waitany, spinning.
 """
 
 import atexit
@@ -79,7 +90,7 @@ _GRACE_SECONDS = 2.0    # a collective may still complete after a worker's leavi
 _NOTICE_TAG = 7
 _ABORT_DELAY = 0.3      # seconds between the last words of a failing worker and MPI_Abort
 _SPIN_SECONDS = float(os.environ.get("TAPEFLOW_MPI_SPIN", 1e-4))   # Note [MPI waits]
-_MAX_PAUSE = 2e-4
+_MAX_PAUSE = 2e-4       # seconds between tests of a polite wait
 
 _HALF = frozenset({np.dtype(np.float16), _dtypes.bfloat16._np})     # summed in float32
 
