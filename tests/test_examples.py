@@ -26,7 +26,7 @@ def test_digits_modes_train(dtype, eager):
 def test_digits_float16_run_reports_overflows_and_plots(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     path = tmp_path / "run.png"
-    digits.main(epochs=6, seed=0, progress=False, plot_path=str(path))
+    digits.main(epochs=10, seed=0, progress=False, plot_path=str(path))
     out = capsys.readouterr().out
     assert path.stat().st_size > 0 and f"plot of loss and loss scale: {path}" in out
     retried = int(re.search(r"; (\d+) overflowing rounds", out).group(1))
