@@ -105,3 +105,125 @@ def test_mlp_step_in_half_precision(dtype):
         return eager, traced, w.read_value(), b.read_value()
     tol = 1e-2 if dtype == "float16" else 5e-2
     same(program, rtol=tol, atol=tol)
+
+
+# -- buffer reuse, wide values, bit kernels, dispatch and plans --------------------------
+
+def _values(seed=2, n=1 << 16):
+    """float32 values across float16's range and beyond, with its special cases."""
+    rng = np.random.default_rng(seed)
+    scaled = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 20, n))).astype(np.float32)
+    bits = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([np.resize(SPECIAL, 4096), -np.resize(SPECIAL, 4096), scaled, bits])
+
+
+def _same_float32_bits(a, b):
+    return a.dtype == b.dtype == np.float32 and bool(
+        np.all((a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))))
+
+
+def test_round_to_float16_may_reuse_its_input_a_spare_and_an_output():
+    x = _values().reshape(-1, 64)
+    want = _reference_float16(x)
+    assert _same_bits(half.round_to_float16(x.copy(), own=True), want)
+    assert _same_bits(half.round_to_float16(x.copy(), own=True, spare=np.empty_like(x)), want)
+    spare = np.empty_like(x)
+    assert _same_bits(half.round_to_float16(x, spare=spare), want)
+    out = np.empty(x.T.shape, np.float16, order="F").T                 # any layout
+    assert half.round_to_float16(x.T.T, out=out) is out and _same_bits(out, want)
+    assert _same_bits(half.round_to_float16(np.asfortranarray(x), own=True), want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_round_wide_keeps_the_rounded_values_in_float32(dtype):
+    x = _values()
+    dt = np.dtype(np.float16) if dtype == "float16" else np.dtype(ml_dtypes.bfloat16)
+    with np.errstate(over="ignore"):
+        want = x.astype(dt).astype(np.float32)
+    for own, spare in ((False, None), (True, None), (True, np.empty_like(x))):
+        assert _same_float32_bits(half.round_wide(x.copy(), dt, own=own, spare=spare), want)
+    assert _same_float32_bits(half.round_wide(x[:100], dt), want[:100])          # below the bits path
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_relu_and_relu_grad_half_kernels_give_the_float32_kernels_rounded(dtype):
+    """The bit kernels select, and agree bit for bit with computing in float32 and rounding,
+    for every special value (NaN, +-inf, -0.0 and subnormals take their fallback when needed)."""
+    from tapeflow.ops import nn_ops
+    relu, relu_grad = nn_ops._relu, nn_ops._relu_grad_op
+    rng = np.random.default_rng(3)
+    with np.errstate(over="ignore", invalid="ignore"):
+        base = np.concatenate([SPECIAL, -SPECIAL, rng.standard_normal(2000).astype(np.float32)])
+        cases = [base, base[np.isfinite(base)], base[~np.isnan(base)], np.abs(base)]
+        for x in cases:
+            x = x.astype(dtype)
+            want = half.round_to(relu.kernel(x.astype(np.float32)), x.dtype)
+            got = relu.half(x)
+            assert got.dtype == x.dtype and _same_bits(got, want)
+            for dy in (rng.permutation(x), rng.standard_normal(x.size).astype(dtype)):
+                want = half.round_to(relu_grad.kernel(dy.astype(np.float32), x.astype(np.float32)), x.dtype)
+                got = relu_grad.half(dy, x)
+                assert got.dtype == x.dtype and _same_bits(got, want)
+
+
+def test_half_kernels_cost_float32_nothing_and_keep_the_dtype_errors():
+    """Declared half kernels take float16 and bfloat16 out of the kernel's `allowed` dtypes
+    (the float32 dispatch never looks at them); a dtype the op refuses still names them."""
+    from tapeflow.ops import math_ops
+    mul = math_ops.multiply
+    f16, bf16 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+    assert f16 not in mul.allowed and mul.half_dtypes == {f16, bf16}
+    assert mul.kernel_for(np.dtype(np.float32)) is mul.kernel and mul.kernel_for(f16) is mul.half
+    with pytest.raises(tf.errors.InvalidArgumentError, match="bfloat16.*float16"):
+        tf.math.multiply(tf.constant([True]), tf.constant([False]))
+    with pytest.raises(TypeError, match="bfloat16.*float16"):
+        tf.function(lambda: tf.math.multiply(tf.constant([True]), tf.constant([False])))()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_plans_keep_half_values_wide_and_give_the_eager_numbers(dtype):
+    """Note [half precision in plans]: a tf.function gives, bit for bit, what the same code
+    gives eagerly: values read only by half kernels stay float32 inside the plan (with a
+    captured constant widened once), fetched ones come out in the half dtype, overflow
+    still gives inf and NaN stays NaN."""
+    dt = getattr(tf, dtype)
+    rng = np.random.default_rng(4)
+    x = tf.constant(rng.standard_normal((64, 32)) * 30.0, dt)
+    k = tf.constant(rng.standard_normal((32, 16)), dt)              # captured: widened when the plan is built
+    w = tf.Variable(tf.constant(rng.standard_normal((32, 16)), dt))
+    big = tf.constant(np.full(16, 6e4 if dtype == "float16" else 3e38), dt)
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            z = tf.matmul(x, w) + tf.matmul(x, k)
+            h = tf.nn.relu(z)
+            loss = tf.reduce_mean(h * h)
+        g = tape.gradient(loss, w)
+        w.assign_sub(g * 0.01)
+        over = (h + big) * 2.0                                       # inf where it overflows
+        nan = tf.nn.relu(over - over) * 1.0                          # inf - inf: NaN through relu
+        return z, loss, g, over, nan, tf.reduce_sum(z)
+
+    w0 = w.numpy()
+    eager = [t.numpy() for t in step(x)]
+    w_eager = w.numpy()
+    w.assign(w0)
+    traced = [t.numpy() for t in tf.function(step)(x)]
+    assert all(_same_bits(a, b) for a, b in zip(eager, traced, strict=True))
+    assert _same_bits(w.numpy(), w_eager)
+    assert np.isinf(eager[3].astype(np.float32)).any() and np.isnan(eager[4].astype(np.float32)).any()
+    assert {t.dtype for t in eager} == {np.dtype(dt.as_numpy_dtype)}
+
+
+def test_plans_run_half_steps_on_wide_values():
+    """The plan of a float16 layer leaves matmul -> add -> relu -> sum wide between them."""
+    x = tf.constant(np.ones((8, 4)), tf.float16)
+    w = tf.Variable(tf.ones([4, 3], tf.float16))
+
+    @tf.function
+    def f(x):
+        return tf.reduce_sum(tf.nn.relu(tf.matmul(x, w) + 1.0))
+    concrete = f.get_concrete_function(x)
+    assert float(f(x)) == 8 * 3 * 5.0
+    steps = {step[-1].type: step[0] for step in concrete._plan._steps}
+    assert all(not isinstance(steps[t], half.HalfKernel) for t in ("BatchMatMulV2", "AddV2", "Relu", "Sum"))

@@ -60,7 +60,7 @@ CPU time from the late one whenever processes outnumber cores (a laptop, a
 shared node, threads of other programs): the step slows down by the time it
 spins.  So the waits in which workers wait for each other to arrive (the
 metadata exchange that opens every collective, barriers) are polite: they test
-the request in a loop for TAPEFLOW_MPI_SPIN seconds (default 1e-4; "inf"
+the request in a loop for TAPEFLOW_MPI_SPIN seconds (default 5e-4; "inf"
 spins as MPI does), then sleep between tests, 10 us at first and at most
 _MAX_PAUSE.  Once the metadata exchange is done every worker is in the
 collective, and the data moves under MPI_Waitany, spinning.
@@ -89,8 +89,8 @@ PACK_LIMIT = 1 << 18    # bytes: smaller tensors share one packed buffer per dty
 _GRACE_SECONDS = 2.0    # a collective may still complete after a worker's leaving notice
 _NOTICE_TAG = 7
 _ABORT_DELAY = 0.3      # seconds between the last words of a failing worker and MPI_Abort
-_SPIN_SECONDS = float(os.environ.get("TAPEFLOW_MPI_SPIN", 1e-4))   # Note [MPI waits]
-_MAX_PAUSE = 2e-4       # seconds between tests of a polite wait
+_SPIN_SECONDS = float(os.environ.get("TAPEFLOW_MPI_SPIN", 5e-4))   # Note [MPI waits]
+_MAX_PAUSE = 1e-4       # seconds between tests of a polite wait
 
 _HALF = frozenset({np.dtype(np.float16), _dtypes.bfloat16._np})     # summed in float32
 

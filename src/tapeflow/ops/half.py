@@ -84,7 +84,7 @@ def round_to(a, dtype, own=False, spare=None, out=None):
     a = np.asarray(a)
     if dtype == _F16 and a.size >= _SMALL:
         return round_to_float16(a, own, spare, out)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         rounded = a.astype(dtype)
     if out is None:
         return rounded
