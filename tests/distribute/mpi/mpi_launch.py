@@ -33,10 +33,13 @@ class Run:
     def __init__(self, returncode, stdout, stderr, seconds):
         self.returncode, self.stdout, self.stderr, self.seconds = returncode, stdout, stderr, seconds
         self.results = {}
-        for line in stdout.splitlines():
-            if line.startswith("RESULT "):
-                record = json.loads(line[len("RESULT "):])
-                self.results[record["rank"]] = record
+        # The launcher forwards each rank's output as it comes, so one rank's line may run
+        # on into another's: read each record from its "RESULT " marker to its JSON end.
+        decoder, at = json.JSONDecoder(), stdout.find("RESULT ")
+        while at >= 0:
+            record, end = decoder.raw_decode(stdout, at + len("RESULT "))
+            self.results[record["rank"]] = record
+            at = stdout.find("RESULT ", end)
 
     def __repr__(self):
         return (f"<mpiexec run: rc={self.returncode} in {self.seconds:.1f}s>\n--- stdout\n{self.stdout[-4000:]}"
