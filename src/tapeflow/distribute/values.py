@@ -29,6 +29,7 @@ import optree
 from tapeflow.distribute import distribute_lib as _distribute_lib     # (a cycle: used at call time only)
 from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework.context import state
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, operators
@@ -67,8 +68,18 @@ def _late_bound():
     return bool(state.graphs) and getattr(threading.current_thread(), "eager_replica", False)
 
 
+@tf_export("distribute.DistributedValues")
 class DistributedValues:
-    """One value per local replica (`values`, in replica order)."""
+    """One value per local replica (`values`, in replica order): the base of `PerReplica`,
+    `Mirrored` and distributed variables (for `isinstance` tests, as TensorFlow's).
+
+    >>> import tapeflow as tf
+    >>> s = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    >>> values = s.experimental_distribute_values_from_function(
+    ...     lambda ctx: tf.constant(ctx.replica_id_in_sync_group))
+    >>> isinstance(values, tf.distribute.DistributedValues), len(values.values)
+    (True, 2)
+    """
 
     _is_variable = False
 
