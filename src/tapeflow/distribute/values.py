@@ -361,7 +361,9 @@ class SyncOnReadVariable(DistributedVariable):
                 raise ValueError(f"SyncOnReadVariable does not support `{method}` in cross-replica context when "
                                  "aggregation is set to `tf.VariableAggregation.SUM`.")
             if method == "assign" and self._aggregation is VariableAggregation.SUM:
-                value = math_ops.cast(convert_to_tensor(value, dtype=self.dtype) / len(self._values), self.dtype)
+                # every replica (in every process) holds a share, so that a summed read gives `value`
+                replicas = self._distribute_strategy.num_replicas_in_sync
+                value = math_ops.cast(convert_to_tensor(value, dtype=self.dtype) / replicas, self.dtype)
             for v in self._values:
                 getattr(v, method)(value)
             return self.read_value() if read_value else None
