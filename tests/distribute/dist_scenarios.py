@@ -232,6 +232,21 @@ def all_reduce_gradient(tf, env, fn):
 
 
 @scenario()
+def all_gather_and_its_gradient(tf, env, fn):
+    s = env["s"]
+
+    def replica_fn():
+        ctx = tf.distribute.get_replica_context()
+        x = tf.ones([2, 3]) * (_ridf(tf) + 1.0)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            g = ctx.all_gather({"a": x, "b": [x * 2.0]}, axis=1)
+            z = tf.reduce_sum(g["a"] * tf.reshape(tf.range(12.0), [2, 6])) + tf.reduce_sum(g["b"][0]) * _ridf(tf)
+        return g, tape.gradient(z, x)
+    return fn(lambda: s.run(replica_fn))()
+
+
+@scenario()
 def all_reduce_unknown_op(tf, env, fn):
     return fn(lambda: env["s"].run(lambda: tf.distribute.get_replica_context().all_reduce("MAX", _ridf(tf))))()
 

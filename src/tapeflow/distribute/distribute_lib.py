@@ -31,7 +31,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.symbolic import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, reduction_ops
+from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, slicing_ops
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
 
 
@@ -689,6 +689,63 @@ class ReplicaContext:
         if any(isinstance(v, IndexedSlices) for v in flat):
             return nest.pack_sequence_as(value, self.merge_call(batch_all_reduce, args=flat))
         return nest.pack_sequence_as(value, _all_reduce_with_gradient(self, reduce_op, batch_all_reduce, flat))
+
+    def all_gather(self, value, axis, options=None):
+        """`value` (a nest of tensors) of every replica, concatenated along `axis` in replica
+        order; every replica gets the result.  The replicas' tensors may differ in size along
+        `axis` only.  The gradient of a replica's input is its slice of the summed gradients.
+
+        Raises:
+          NotImplementedError: an `IndexedSlices` (TensorFlow gathers dense tensors only).
+          RuntimeError: not called in this replica context.
+
+        >>> import tapeflow as tf
+        >>> s = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        >>> def step():
+        ...     ctx = tf.distribute.get_replica_context()
+        ...     return ctx.all_gather(tf.fill([1, 2], ctx.replica_id_in_sync_group), axis=0)
+        >>> s.experimental_local_results(s.run(step))[1].numpy().tolist()
+        [[0, 0], [1, 1]]
+        """
+        require_replica_context(self)
+        flat = nest.flatten(value)
+        if any(isinstance(v, IndexedSlices) for v in flat):
+            raise NotImplementedError("all_gather does not support IndexedSlices")
+        return nest.pack_sequence_as(value, _all_gather_with_gradient(self, axis, flat))
+
+
+def _all_gather_with_gradient(ctx, axis, flat):
+    """Every replica's tensors of `flat` concatenated along `axis` in replica order; the gradient
+    of a replica's input is its own slice of the sum over replicas of the gradients."""
+    from tapeflow.custom_gradient import custom_gradient      # (imports eager and graph: the layer above ops)
+
+    def gather(strategy, *values, axis=axis):
+        count = strategy.extended._num_local_replicas
+        if count > 1:
+            values = [v if isinstance(v, values_lib.DistributedValues) else values_lib.PerReplica([v] * count)
+                      for v in values]
+        return [strategy.gather(v, axis) for v in values]
+
+    def grad(*dys, variables=None):
+        summed = ctx.all_reduce(ReduceOp.SUM, list(dys))
+        sizes = ctx.merge_call(gather, args=[array_ops.reshape(constructor_ops.shape(x)[axis], [1]) for x in xs],
+                               kwargs={"axis": 0})
+        rid = ctx.replica_id_in_sync_group
+        dxs = []
+        for x, size, dy in zip(xs, sizes, summed):
+            start = reduction_ops.reduce_sum(size[:rid])      # the rows of the replicas before this one
+            begin = array_ops.one_hot(axis % x.shape.rank, x.shape.rank, dtype=start.dtype) * start
+            dxs.append(slicing_ops.slice(dy, begin, constructor_ops.shape(x)))
+        return dxs if variables is None else (dxs, [None] * len(variables))
+
+    grad._variables_optional = True
+    xs = [convert_to_tensor(v) for v in flat]
+
+    @custom_gradient
+    def grad_wrapper(*xs):
+        return list(ctx.merge_call(gather, args=xs)), grad
+
+    return grad_wrapper(*xs)
 
 
 def _all_reduce_with_gradient(ctx, reduce_op, batch_all_reduce, flat):

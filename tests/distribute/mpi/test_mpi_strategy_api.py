@@ -63,6 +63,17 @@ def test_gather_concatenates_every_worker_in_rank_order(results):
         assert by_columns == [[float(w) for w in WORKERS]] * 2
 
 
+def test_all_gather_and_its_gradient_across_workers(results):
+    # worker w gives w+1 rows of ones; y = sum(gathered * position) on every worker
+    total = sum(w + 1 for w in WORKERS)
+    for r in WORKERS:
+        start = sum(w + 1 for w in WORKERS if w < r)
+        want_grad = [[N * (2 * row + c) for c in range(2)] for row in range(start, start + r + 1)]
+        for gathered, grad in results[r]["all_gather"]:          # eagerly, then in tf.function
+            assert gathered == [[1.0, 1.0]] * total
+            assert grad == want_grad
+
+
 def test_all_reduce_gradient_is_the_all_reduce_of_the_gradient(results):
     # y = sum_w (w+1) x, loss = |y|^2: dloss/dy = 2y, all-reduced (N 2y), times this worker's (r+1)
     y = [sum(w + 1 for w in WORKERS) * v for v in (1.0, 2.0)]

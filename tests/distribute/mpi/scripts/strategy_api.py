@@ -133,6 +133,22 @@ out["in_function_again"] = py(made_in_function())
 strategy.run(lambda: [v.assign_add(rank + 1.0) for v in aggregated.values()])
 out["aggregated"] = {k: py(v.numpy()) for k, v in aggregated.items()}
 
+# -- all_gather: rows of every worker in rank order; the gradient is this worker's rows of the sum ----
+
+
+def all_gather_step(x):
+    ctx = tf.distribute.get_replica_context()
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        g = ctx.all_gather(x, axis=0)
+        y = tf.reduce_sum(g * tf.reshape(tf.range(tf.size(g), dtype=tf.float32), tf.shape(g)))
+    return g, tape.gradient(y, x)
+
+
+rows = tf.ones([rank + 1, 2])
+out["all_gather"] = [py(strategy.run(all_gather_step, args=(rows,))),
+                     py(tf.function(lambda x: strategy.run(all_gather_step, args=(x,)))(rows))]
+
 # -- mismatches across workers: the same ValueError everywhere, and the job goes on -------------------
 out["mismatch"] = caught(lambda: strategy.run(
     lambda: tf.distribute.get_replica_context().all_reduce("SUM", tf.ones([rank + 1]))))
