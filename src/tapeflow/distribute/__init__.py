@@ -3,11 +3,12 @@
 distribute_lib.py holds the strategy API (Strategy, StrategyExtended, ReplicaContext,
 the per-thread context and the default strategy); values.py the distributed values and
 variables; cross_device_ops.py the reductions; mirrored_strategy.py MirroredStrategy
-(replicas in threads); one_device_strategy.py OneDeviceStrategy; reduce_util.py ReduceOp.
+(replicas in threads); one_device_strategy.py OneDeviceStrategy; reduce_util.py ReduceOp;
+losses.py the losses averaged over the global batch (tf.nn.compute_average_loss).
 """
 
 from tapeflow.distribute import reduce_util, distribute_lib, values, cross_device_ops  # noqa: F401,I001
-from tapeflow.distribute import mirrored_strategy, one_device_strategy  # noqa: F401
+from tapeflow.distribute import mirrored_strategy, one_device_strategy, losses  # noqa: F401
 # MultiWorkerMirroredStrategy on MPI (mpi.py, mpi_ops.py), tf.distribute.cluster_resolver, .experimental
 from tapeflow.distribute import collective_all_reduce_strategy, cluster_resolver, experimental  # noqa: F401
 from tapeflow.framework.export import populate as _populate
