@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_half.py            # full run, about 3 minutes on 2 cores
+    python benchmarks/bench_half.py            # full run, about a minute on 2 cores
     python benchmarks/bench_half.py --quick    # smoke test: few rounds, not a measurement
     python benchmarks/bench_half.py --no-tf    # tapeflow only
     python benchmarks/bench_half.py --threads 1  # every framework single-threaded (steadier on a loaded machine)
@@ -19,7 +19,8 @@ tapeflow's float16 step at most 1.5x its float32 step), and tapeflow's step as
 a ratio to TensorFlow's in the same dtype and mode.  Method as in
 `bench_eager.py` (whose timing helpers are reused): one process, cases
 interleaved round-robin, a settle pause before each timing block.  The first
-step's loss from the shared initial weights is cross-checked first.
+step's loss from the shared initial weights is cross-checked first (tapeflow's
+tf.function loss must be its eager loss exactly, Note [half precision in plans]).
 """
 
 import argparse
@@ -101,6 +102,10 @@ def verify(checks):
         tol = 2e-2 if key[2] != "float32" else 1e-4
         if ref is not None and not np.isclose(loss, ref, rtol=tol, atol=tol):
             print(f"  WARNING: {' '.join(key)} first loss {loss:.5f}, tapeflow float32 eager {ref:.5f}")
+    for (name, mode, dtype), loss in losses.items():   # plans keep values wide, with the eager numbers
+        eager = losses.get((name, "eager", dtype))
+        if name == "tapeflow" and mode != "eager" and dtype != "float32" and eager is not None and loss != eager:
+            print(f"  WARNING: tapeflow {mode} {dtype} first loss {loss!r}, eagerly {eager!r}: not the same number")
     print("  first-step losses: " + ", ".join(f"{' '.join(k)} {v:.4f}" for k, v in losses.items()))
 
 

@@ -10,7 +10,10 @@ the row in), the check is:
 * values and gradients agree with the same row computed in float32 on the same (rounded)
   inputs, within a few units in the last place of the half dtype, None-ness included;
 * when TensorFlow is installed: dtypes, values, gradients and None-ness agree with
-  TensorFlow's on the same half-precision inputs.
+  TensorFlow's on the same half-precision inputs;
+* traced by tf.function with the inputs as arguments (so that compiled plans keep values
+  wide between half kernels, Note [half precision in plans] in ops/half.py), the row gives
+  bit for bit what it gives eagerly, when it traces at all (as its float32 run does).
 
 For a dtype the row leaves out, TensorFlow must refuse the row (so that `half_dtypes` stays
 TensorFlow's list); tapeflow may run it (the linear algebra and special functions for which
@@ -46,10 +49,23 @@ def _is_float(a):
     return a.dtype.kind == "f" or a.dtype in HALF.values()
 
 
-def _run(module, fn, arrays, extra, wrt, dtype):
+def _run(module, fn, arrays, extra, wrt, dtype, traced=False):
     """`fn` on `arrays` (float ones converted to `dtype`) with a tape over the inputs `wrt`;
-    the outputs are summed with fixed weights that every dtype holds exactly."""
+    the outputs are summed with fixed weights that every dtype holds exactly.  `traced`:
+    the whole of it in a tf.function taking the inputs as arguments."""
     xs = [module.constant(a.astype(dtype) if _is_float(a) else a) for a in arrays]
+    body = _outputs_and_grads
+    if traced:
+        body = module.function(lambda *xs: _outputs_and_grads(module, fn, xs, extra, wrt))
+        outs, grads = body(*xs)
+    else:
+        outs, grads = body(module, fn, xs, extra, wrt)
+    return Run([o.dtype.name for o in outs], [_to_numpy_any(o).astype(np.float64) for o in outs],
+               [None if g is None else g.dtype.name for g in grads],
+               [None if g is None else _to_numpy_any(g).astype(np.float64) for g in grads])
+
+
+def _outputs_and_grads(module, fn, xs, extra, wrt):
     with module.GradientTape() as tape:
         for i in wrt:
             tape.watch(xs[i])
@@ -62,10 +78,7 @@ def _run(module, fn, arrays, extra, wrt, dtype):
             terms.append(module.reduce_sum(o * w.astype(o.dtype.as_numpy_dtype)))
         y = module.add_n(terms) if len(terms) > 1 else (terms[0] if terms else None)
     grads = tape.gradient(y, [xs[i] for i in wrt]) if y is not None else [None] * len(wrt)
-    grads = [None if g is None else module.convert_to_tensor(g) for g in grads]
-    return Run([o.dtype.name for o in outs], [_to_numpy_any(o).astype(np.float64) for o in outs],
-               [None if g is None else g.dtype.name for g in grads],
-               [None if g is None else _to_numpy_any(g).astype(np.float64) for g in grads])
+    return outs, [None if g is None else module.convert_to_tensor(g) for g in grads]
 
 
 def _compare(got, want, tol, what, grads=True):
@@ -104,6 +117,7 @@ def run_half_precision(spec, dtype):
     assert ours.grad_dtypes == [None if g is None else dtype for g in ours.grads], \
         f"{what}: gradient dtypes {ours.grad_dtypes}"
     _compare(ours, wide, TOL[dtype], f"{what} vs float32")
+    _compare_traced(spec, arrays, extra, wrt, half, ours, what)
     if not compare_tf:
         return
     try:
@@ -113,3 +127,19 @@ def run_half_precision(spec, dtype):
                     "row's half_dtypes")
     assert ours.dtypes == theirs.dtypes, f"{what}: output dtypes {ours.dtypes}, TensorFlow's {theirs.dtypes}"
     _compare(ours, theirs, TF_TOL[dtype], f"{what} vs TensorFlow", grads=spec.check_tf_grad)
+
+
+def _compare_traced(spec, arrays, extra, wrt, half, eager, what):
+    """The row under tf.function gives the eager numbers bit for bit (in float64 here, which
+    holds them exactly), when its float32 run traces."""
+    try:
+        _run(tapeflow, spec.fn, arrays, extra, wrt, np.float32, traced=True)
+    except Exception:  # noqa: BLE001 - the row does not trace (it needs Python values of its inputs)
+        return
+    traced = _run(tapeflow, spec.fn, arrays, extra, wrt, half, traced=True)
+    assert traced.dtypes == eager.dtypes and traced.grad_dtypes == eager.grad_dtypes, f"{what}: traced dtypes"
+    for kind, got, want in (("output", traced.values, eager.values), ("gradient", traced.grads, eager.grads)):
+        for k, (a, b) in enumerate(zip(got, want, strict=True)):
+            assert (a is None) == (b is None), f"{what}: traced {kind} {k} is {a} where {b} was expected"
+            if a is not None:
+                np.testing.assert_array_equal(a, b, err_msg=f"{what}: traced {kind} {k}")

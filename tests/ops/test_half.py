@@ -138,7 +138,7 @@ def test_round_to_float16_may_reuse_its_input_a_spare_and_an_output():
 def test_round_wide_keeps_the_rounded_values_in_float32(dtype):
     x = _values()
     dt = np.dtype(np.float16) if dtype == "float16" else np.dtype(ml_dtypes.bfloat16)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         want = x.astype(dt).astype(np.float32)
     for own, spare in ((False, None), (True, None), (True, np.empty_like(x))):
         assert _same_float32_bits(half.round_wide(x.copy(), dt, own=own, spare=spare), want)
@@ -227,3 +227,21 @@ def test_plans_run_half_steps_on_wide_values():
     assert float(f(x)) == 8 * 3 * 5.0
     steps = {step[-1].type: step[0] for step in concrete._plan._steps}
     assert all(not isinstance(steps[t], half.HalfKernel) for t in ("BatchMatMulV2", "AddV2", "Relu", "Sum"))
+
+
+def test_rounding_work_arrays_are_per_thread():
+    """Note [work arrays]: threads rounding at once (a MirroredStrategy's replicas) each get
+    their own work arrays and exact results."""
+    import concurrent.futures
+    rng = np.random.default_rng(5)
+    xs = [(rng.standard_normal(50_000 + 1000 * k) * 10.0 ** rng.integers(-6, 4)).astype(np.float32) for k in range(8)]
+
+    def both(x):
+        for _ in range(20):
+            narrow, wide = half.round_to_float16(x), half.round_wide(x, np.dtype(np.float16))
+        return narrow, wide
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(both, xs))
+    for x, (narrow, wide) in zip(xs, results, strict=True):
+        assert _same_bits(narrow, _reference_float16(x))
+        assert _same_float32_bits(wide, _reference_float16(x).astype(np.float32))

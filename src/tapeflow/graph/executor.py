@@ -77,7 +77,8 @@ def _plan_kernels(steps, keep, known, template):
     `half.plan_kernel` (Note [half precision in plans] in ops/half.py).  Constants read
     only by half steps are widened here, once."""
     kernels = [_kernel(op) for op, *_ in steps]
-    halves = {n: op.inputs[0].dtype._np for n, (op, *_) in enumerate(steps) if isinstance(kernels[n], half.HalfKernel)}
+    halves = {n: op.inputs[0].dtype._np for n, (op, *_) in enumerate(steps)      # step -> its half dtype
+              if isinstance(kernels[n], half.HalfKernel)}
     if not halves:
         return kernels
     readers = {}

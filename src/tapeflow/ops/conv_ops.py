@@ -27,6 +27,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, shape_tensors
 from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
+from tapeflow.ops import half
 from tapeflow.ops.half import computes_in_float32
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
@@ -208,8 +209,7 @@ def _convolution_ops(n, conv_type, input_type, filter_type):
     """The ops of an n-D convolution (TF's Conv2D or Conv3D, with its two gradient ops) on
     channels-last arrays, each declared with its shape rule and gradient."""
 
-    @op(conv_type, dtypes=FLOATING_TYPES, shape=_conv_shape)
-    @computes_in_float32
+    @op(conv_type, dtypes=FLOATING_TYPES, shape=_conv_shape, half=half.in_float32)
     def conv(x, w, strides, padding, dilations):
         return _conv_forward(x, w, strides, padding, dilations)
 

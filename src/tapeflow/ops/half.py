@@ -18,26 +18,28 @@ kernel by a factory of this module:
 `in_float32`: the kernel gets every array argument of the half dtype converted to
 float32, and its float32 results are rounded (to nearest, ties to even,
 overflowing to inf, as a cast does) back to the half dtype: one rounding per
-output.  For +, -, *, / that is the correctly rounded result, as NumPy's own
-float16 loops give (float32 holds more than 2 * 11 + 2 bits, so rounding twice
-changes nothing).  Relu and ReluGrad only select, and work on the bits
-(`relu`, `relu_grad`); variable updates take half values in either form
-(`any_width`).  The op's dispatch sends float16 and bfloat16 inputs to the half
-kernel from its dtype check's failure branch (framework/op_def.py), so other
-dtypes pay nothing.  Ops whose dtype is not their input 0's (the convolution
-backprop ops, the sparse ones) wrap their kernel in `@computes_in_float32`
-instead, which tests the dtype on every call.  (TensorFlow's scans, products
-and segment reductions accumulate in the half type; cumsum, cumprod,
-reduce_prod and the segment ops keep NumPy's half-precision arithmetic.)
+output.  For +, -, *, / that is the correctly rounded result, which NumPy's own
+float16 loops give too (float32 has at least 2 * 11 + 2 bits, so rounding twice
+changes nothing).  Relu and ReluGrad only select, so they work on the bits
+(`relu`, `relu_grad`); variable reads and updates take half values in either
+form (`any_width`).  The op's dispatch sends float16 and bfloat16 inputs to the
+half kernel from its dtype check's failure branch (framework/op_def.py), so
+other dtypes pay nothing for it.  Ops whose dtype is not their input 0's (the
+convolution backprop ops, the sparse ones) and Einsum wrap their kernel in
+`@computes_in_float32` instead, which tests the dtype on every call.
+(TensorFlow's scans, products and segment reductions accumulate in the half
+type; cumsum, cumprod, reduce_prod and the segment ops keep NumPy's
+half-precision arithmetic.)
 
 The conversions are where half precision costs time: NumPy casts float16 one
 element at a time (no F16C in its baseline build; about 2.5 ns an element, and
-60-130 ns for subnormal results), so both directions are whole-array integer
+60-130 ns for a subnormal result), so both directions are whole-array integer
 and float operations here (`widen_float16`, `round_to_float16`), exact and
-data-independent, about 0.35 and 1.2 ns an element.  bfloat16 conversions are
-ml_dtypes' own (vectorized).  Fresh arrays cost page faults (the allocator
-gives large freed blocks back to the system), so the kernels round into the
-float32 copies they made themselves when they may.
+data-independent, about 0.35 and 1.2 ns an element on the project machine.
+bfloat16 conversions are ml_dtypes' own (vectorized).  Fresh arrays cost page
+faults (the allocator gives large freed blocks back to the system), so the
+kernels round into the float32 copies they made themselves when they may, and
+the rounding steps keep their work arrays (Note [work arrays]).
 
 Note [half precision in plans]: inside a compiled plan (graph/executor.py) a
 value that only half kernels read never needs to exist in the half dtype: its
@@ -50,6 +52,7 @@ The numbers are the same; the values that leave the plan are in the half dtype.
 """
 
 import functools
+import threading
 
 import ml_dtypes
 import numpy as np
@@ -70,6 +73,31 @@ _SMALL = 256            # arrays smaller than this convert with a plain cast (le
 
 
 # -- conversions -------------------------------------------------------------------
+
+_WORK = threading.local()        # Note [work arrays]
+_WORK_MAX = 1 << 22             # elements: larger arrays get fresh work arrays
+
+
+def _work(shape, slot):
+    """A uint32 work array of `shape` for the rounding steps (`slot` 0 or 1: two may be in use
+    at once), or None (let NumPy allocate) for more than _WORK_MAX elements.
+
+    Note [work arrays]: the rounding steps need one or two whole-array temporaries that never
+    leave them.  Fresh ones cost page faults whenever the allocator has handed freed memory
+    back to the system, which a training step that also runs other code (another framework,
+    other dtypes) makes it do often: in bench_half.py's mixed run the float16 plan took
+    about 3000 page faults a step (some 10 ms on the project machine) and none with these.
+    So each thread keeps two, grown to the largest size asked for (up to _WORK_MAX)."""
+    n = int(np.prod(shape))
+    if n > _WORK_MAX:
+        return None
+    buffers = getattr(_WORK, "buffers", None)
+    if buffers is None:
+        buffers = _WORK.buffers = [np.empty(0, _U32), np.empty(0, _U32)]
+    if buffers[slot].size < n:
+        buffers[slot] = np.empty(n, _U32)
+    return buffers[slot][:n].reshape(shape)
+
 
 def to_float32(a):
     """A float16 or bfloat16 array as float32 (exact)."""
@@ -150,13 +178,12 @@ def round_to_float16(a, own=False, spare=None, out=None):
         a, own = np.ascontiguousarray(a), True
     w = a.view(_U32)
     bits = np.empty(a.shape, np.uint16) if out is None else out.view(np.uint16)
-    np.right_shift(w, _U32(16), out=bits, casting="unsafe")
-    bits &= np.uint16(0x8000)                              # the sign
-    t = np.bitwise_and(w, _U32(0x7FFFFFFF), out=w if own else None)      # |a|
+    np.multiply(np.signbit(a), np.uint16(0x8000), out=bits, dtype=np.uint16)     # the sign
+    t = np.bitwise_and(w, _U32(0x7FFFFFFF), out=w if own else _work(a.shape, 1))     # |a|
     nans = np.greater(t, _U32(0x7F800000)) if t.max() > 0x7F800000 else None
     _clip(t, _U32(0), _U32(0x47800000), out=t)             # at most 2^16 (inf, nan too)
     usable = spare is not None and spare.shape == a.shape and spare.flags.c_contiguous
-    bias = _bias(t, spare.view(_U32) if usable else None)
+    bias = _bias(t, spare.view(_U32) if usable else _work(a.shape, 0))
     r, b = t.view(_F32), bias.view(_F32)
     r += b
     r -= b
@@ -183,12 +210,12 @@ def round_wide(a, dtype, own=False, spare=None):
     if not a.flags.c_contiguous:
         a, own = np.ascontiguousarray(a), True
     w = a.view(_U32)
-    sign = np.bitwise_and(w, _U32(0x80000000))
+    sign = np.bitwise_and(w, _U32(0x80000000), out=_work(a.shape, 1))
     t = np.bitwise_and(w, _U32(0x7FFFFFFF), out=w if own else None)      # |a|
     usable = spare is not None and spare.shape == a.shape and spare.flags.c_contiguous
-    bias = _bias(t, spare.view(_U32) if usable else None)
+    bias = _bias(t, spare.view(_U32) if usable else _work(a.shape, 0))
     r, b = t.view(_F32), bias.view(_F32)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):       # invalid: signaling NaNs
         r += b
         r -= b
         r *= np.float32(2.0 ** 112)
@@ -232,7 +259,8 @@ def in_float32_ufunc(ufunc):
 
 
 def any_width(kernel):
-    """`half=any_width`: the kernel takes half values as half or wide arrays (variable updates)."""
+    """`half=any_width`: the kernel takes half values as they come, in the half dtype or wide,
+    and gives them back so (variable reads and updates)."""
     return HalfKernel(kernel, kernel, exact=True)
 
 

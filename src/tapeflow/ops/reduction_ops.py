@@ -27,7 +27,6 @@ from tapeflow.ops.batching import REDUCTION
 from tapeflow.ops.shape_fns import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops import half
-from tapeflow.ops.half import computes_in_float32
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
     where, zeros_like,
@@ -316,8 +315,7 @@ def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
 
 # -- log-sum-exp, norms and moments -----------------------------------------------------
 
-@reduction_op("ReduceLogSumExp", dtypes=FLOATING_TYPES)
-@computes_in_float32
+@reduction_op("ReduceLogSumExp", dtypes=FLOATING_TYPES, half=half.in_float32)
 def _logsumexp(x, axis, keepdims):
     shift = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     shift = np.where(np.isfinite(shift), shift, 0)       # all -inf (or +inf) slices are not shifted
@@ -345,8 +343,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     return _reduce(_logsumexp, input_tensor, axis, keepdims)
 
 
-@reduction_op("EuclideanNorm", dtypes=NUMERIC_TYPES)
-@computes_in_float32
+@reduction_op("EuclideanNorm", dtypes=NUMERIC_TYPES, half=half.in_float32)
 def _euclidean_norm(x, axis, keepdims):
     if x.dtype.kind == "c":
         return np.sqrt(np.sum(x * np.conj(x), axis=axis, keepdims=keepdims)).astype(x.dtype)
@@ -600,8 +597,8 @@ def _logaddexp_accumulate(x, axis, dtype):
     return np.moveaxis(out, 0, axis)
 
 
-@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
-@computes_in_float32
+@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION,
+    half=half.in_float32)
 def _cumulative_logsumexp(x, axis, exclusive, reverse):
     return _scan(_logaddexp_accumulate, -np.inf, x, axis, exclusive, reverse)
 

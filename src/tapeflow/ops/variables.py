@@ -80,7 +80,8 @@ def _read_variable_shape(var):
     return [Meta(dims, var._value.dtype)]
 
 
-@op("ReadVariableOp", same_dtype=False, shape=_read_variable_shape, shape_reads_inputs=True, accepts_indexed_slices=True)
+@op("ReadVariableOp", same_dtype=False, shape=_read_variable_shape, shape_reads_inputs=True,
+    accepts_indexed_slices=True, half=half.any_width)     # a plan may read a half variable into float32
 def _read_variable(value):
     if type(value) is _Uninitialized:
         raise FailedPreconditionError(
