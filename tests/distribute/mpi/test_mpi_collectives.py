@@ -2,11 +2,16 @@
 dtypes, gradients eagerly and in tf.function, and mismatches raising the same error on every
 worker.  One mpiexec run (scripts/collectives.py) holds all the checks."""
 
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
 
-from mpi_launch import run_mpi
+from mpi_launch import SCRIPTS, run_mpi
+
+sys.path.insert(0, SCRIPTS)
+from listing import listed  # noqa: E402 -- the scripts' own printing
 
 N = 2
 
@@ -23,18 +28,6 @@ def _inputs(rank):      # scripts/collectives.py's inputs of worker `rank`
     return [np.full((2, 3), rank + 1, np.float32), np.arange(4) * (rank + 1), np.full(3, 0.5 + rank, np.float16),
             np.full(2, 1.5 * (rank + 1), ml_dtypes.bfloat16), np.zeros((0, 3)),
             np.linspace(0, 1, 100_000) * (rank + 1), np.float64(rank), np.array([1 + 2j * rank], np.complex64)]
-
-
-def _listed(values):    # as the script prints them
-    out = []
-    for v in values:
-        a = np.asarray(v)
-        if a.dtype.kind == "c":
-            out.append([np.real(a).tolist(), np.imag(a).tolist()])
-            continue
-        a = a.astype(np.float64) if a.dtype.kind in "fV" else a
-        out.append({"sum": float(a.sum()), "head": a[:4].tolist()} if a.size > 64 else a.tolist())
-    return out
 
 
 def _close(got, want):
@@ -58,8 +51,8 @@ def test_fused_all_reduce_sums_every_dtype(results):
         wide = np.float32 if dtype in (np.float16, ml_dtypes.bfloat16) else dtype   # Note [MPI collectives]
         want.append(np.sum([p.astype(wide) for p in parts], axis=0).astype(dtype))
     for r in range(N):
-        _close(results[r]["all_reduce"], _listed(want))
-        _close(results[r]["all_reduce_small_packs"], _listed(want))
+        _close(results[r]["all_reduce"], listed(want))
+        _close(results[r]["all_reduce_small_packs"], listed(want))
         assert results[r]["all_reduce_dtypes"] == [str(a.dtype) for a in want]
 
 
@@ -69,8 +62,8 @@ def test_all_gather_reduce_scatter_broadcast(results):
     whole = N * np.arange(N * (N + 1) // 2, dtype=np.float32)
     bounds = np.cumsum([0] + [r + 1 for r in range(N)])
     for r in range(N):
-        _close(results[r]["all_gather"], _listed(gathered))
-        _close(results[r]["reduce_scatter"], _listed([whole[bounds[r]:bounds[r + 1]]]))
+        _close(results[r]["all_gather"], listed(gathered))
+        _close(results[r]["reduce_scatter"], listed([whole[bounds[r]:bounds[r + 1]]]))
         _close(results[r]["broadcast"], [[0.0, 0.0], True, [[0.5, 0.5], [0.5, 0.5]]])
         _close(results[r]["broadcast_op"], [[0.0, 0.0]])
         assert results[r]["broadcast_scalar"] == [[], 7.0]          # a scalar stays a scalar
