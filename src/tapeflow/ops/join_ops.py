@@ -16,7 +16,7 @@ import numpy as np
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import convert_inputs, execute, op, raise_type_mismatch
+from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
 from tapeflow.framework.symbolic import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.ops import batching, shape_tensors
@@ -36,7 +36,7 @@ def _pack_shape(*xs, axis):
     return [Meta(shape[:axis] + (len(xs),) + shape[axis:], xs[0].dtype)]
 
 
-@op("Pack", shape=_pack_shape, value_rule=pack_value)
+@op("Pack", shape=_pack_shape, value_rule=pack_value, jvp=LINEAR)
 def _pack(*xs, axis):
     shape = xs[0].shape
     for i, x in enumerate(xs):
@@ -94,7 +94,7 @@ def _unpack_shape(x, num, axis):
     return [Meta(x.shape[:axis] + x.shape[axis + 1:], x.dtype)] * num
 
 
-@op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value)
+@op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value, jvp=LINEAR)
 def _unpack(x, num, axis):
     moved = np.moveaxis(x, axis, 0) if axis else x
     return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
@@ -150,7 +150,7 @@ def _concat_shape(*xs, axis):
     return [Meta(rest[:axis] + (total,) + rest[axis:], xs[0].dtype)]
 
 
-@op("ConcatV2", shape=_concat_shape, value_rule=concat_value, accepts_indexed_slices=True)
+@op("ConcatV2", shape=_concat_shape, value_rule=concat_value, accepts_indexed_slices=True, jvp=LINEAR)
 def _concat(*xs, axis):
     first = xs[0].shape
     for i, x in enumerate(xs[1:], 1):
@@ -253,7 +253,7 @@ def _split_even_shape(x, num_split, axis):
     return [shape_tensors.meta(shape, x.dtype)] * num_split
 
 
-@op("Split", same_dtype=False, num_outputs=-1, shape=_split_even_shape)
+@op("Split", same_dtype=False, num_outputs=-1, shape=_split_even_shape, jvp=LINEAR)
 def _split_even(x, num_split, axis):
     n = x.shape[axis]
     if n % num_split:
@@ -298,7 +298,7 @@ def _split_shape(x, sizes, axis):
     return [shape_tensors.meta(shape[:axis] + [p] + shape[axis + 1:], x._value.dtype) for p in parts]
 
 
-@op("SplitV", same_dtype=False, num_outputs=-1, shape=_split_shape, shape_reads_inputs=True)
+@op("SplitV", same_dtype=False, num_outputs=-1, shape=_split_shape, shape_reads_inputs=True, jvp=LINEAR)
 def _split(x, sizes, axis):
     if type(sizes) is np.ndarray:                       # a size input: checked when the graph runs
         sizes = _split_sizes(sizes.tolist(), x.shape[axis])
@@ -407,7 +407,7 @@ def _pad_shape(x, constant_values, paddings):
 
 
 # x and the value share a dtype (_pad_value); the paddings are ints
-@op("PadV2", same_dtype=False, shape=_pad_shape, shape_reads_inputs=True)
+@op("PadV2", same_dtype=False, shape=_pad_shape, shape_reads_inputs=True, jvp=LINEAR)
 def _pad(x, constant_values, paddings):
     return np.pad(x, paddings, constant_values=constant_values)
 
@@ -455,7 +455,7 @@ def _mirror_pad_shape(x, paddings, mode):
     return _padded_shape(x, paddings, 1, "MirrorPad")
 
 
-@op("MirrorPad", same_dtype=False, shape=_mirror_pad_shape, shape_reads_inputs=True)
+@op("MirrorPad", same_dtype=False, shape=_mirror_pad_shape, shape_reads_inputs=True, jvp=LINEAR)
 def _mirror_pad(x, paddings, mode):
     if type(paddings) is np.ndarray:                    # a size input: checked when the graph runs
         error = _pads_error(paddings.tolist(), x.shape, mode)

@@ -18,7 +18,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import execute, op, raise_type_mismatch
+from tapeflow.framework.op_def import LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
@@ -52,7 +52,7 @@ def _gather_shape(params, indices, axis, batch_dims):
     return [Meta(pshape[:axis] + tuple(indices.shape)[batch_dims:] + pshape[axis + 1:], params.dtype)]
 
 
-@op("GatherV2", same_dtype=False, shape=_gather_shape)
+@op("GatherV2", same_dtype=False, shape=_gather_shape, jvp=LINEAR)
 def _gather(params, indices, axis, batch_dims):
     idx = np.asarray(indices)
     _check_range(idx, params.shape[axis])
@@ -331,7 +331,7 @@ def _gather_nd_shape(params, indices):
     return [Meta(ishape[:-1] + pshape[k:], params.dtype)]
 
 
-@op("GatherNd", same_dtype=False, shape=_gather_nd_shape)
+@op("GatherNd", same_dtype=False, shape=_gather_nd_shape, jvp=LINEAR)
 def _gather_nd(params, indices):
     idx = np.asarray(indices)
     if idx.ndim and idx.shape[-1] > params.ndim:

@@ -25,7 +25,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.symbolic import Meta, _const, known_rank
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.ops import batching, shape_fns, shape_tensors
@@ -153,7 +153,7 @@ def _slice_length(d, stride, begin, end, begin_masked, end_masked):
 
 
 @op("StridedSlice", same_dtype=False, shape=_strided_slice_shape, shape_reads_inputs=True,
-    value_rule=_strided_slice_value)
+    value_rule=_strided_slice_value, jvp=LINEAR)
 def _strided_slice(x, begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
     index = _spec_index(x.shape, begin, end, strides,
                         (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask))
@@ -478,7 +478,7 @@ def _slice_shape(x, begin, size):
     return [Meta(tuple(dims), x._value.dtype)]
 
 
-@op("Slice", same_dtype=False, shape=_slice_shape, shape_reads_inputs=True)
+@op("Slice", same_dtype=False, shape=_slice_shape, shape_reads_inputs=True, jvp=LINEAR)
 def _slice(x, begin, size):
     rank = x.ndim
     if begin.shape != (rank,) or size.shape != (rank,):
