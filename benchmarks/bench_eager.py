@@ -27,7 +27,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -39,14 +38,6 @@ SMALL_OP_TARGET = 1.0   # tapeflow small-op overhead at most PyTorch's (issue 10
 MLP_TARGET = 1.2        # tapeflow eager MLP step at most 1.2x the NumPy floor
 
 
-def time_case(step, inner):
-    """Seconds per call of `step`, averaged over `inner` back-to-back calls."""
-    start = time.perf_counter()
-    for _ in range(inner):
-        step()
-    return (time.perf_counter() - start) / inner
-
-
 def run_round_robin(cases, rounds, inner, warmup, settle):
     """Times every case once per round; returns {name: [seconds per call, ...]}.
 
@@ -55,16 +46,7 @@ def run_round_robin(cases, rounds, inner, warmup, settle):
     they would steal a core from whichever framework runs next. So before each
     timing block we sleep `settle` seconds and make one untimed call.
     """
-    for step in cases.values():
-        for _ in range(warmup):
-            step()
-    samples = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, step in cases.items():
-            time.sleep(settle)
-            step()
-            samples[name].append(time_case(step, inner))
-    return samples
+    return workloads.interleaved(cases, rounds, warmup, settle=settle, inner=inner)
 
 
 def build(factories, arg, label):

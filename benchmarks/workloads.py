@@ -270,12 +270,16 @@ MLP = {
 }
 
 
-def interleaved(cases, rounds, warmup=1):
+def interleaved(cases, rounds, warmup=1, settle=None, inner=1):
     """Times each callable of `cases` (name -> step) `rounds` times after `warmup` calls,
     interleaving the cases round by round so that drift hits them alike.
 
+    With `settle` (seconds, 0 included), each timing block starts with a pause that long and
+    one untimed call (Note [thread settling] in bench_eager.py); a block times `inner`
+    back-to-back calls.
+
     Returns:
-      name -> list of seconds per call.
+      name -> list of seconds per call (each the mean of a block).
     """
     import time
     for step in cases.values():
@@ -284,9 +288,13 @@ def interleaved(cases, rounds, warmup=1):
     samples = {name: [] for name in cases}
     for _ in range(rounds):
         for name, step in cases.items():
+            if settle is not None:
+                time.sleep(settle)
+                step()
             start = time.perf_counter()
-            step()
-            samples[name].append(time.perf_counter() - start)
+            for _ in range(inner):
+                step()
+            samples[name].append((time.perf_counter() - start) / inner)
     return samples
 
 
