@@ -140,14 +140,19 @@ def _finite_everywhere(grads):
     merge_call, so every replica gets the same answer.
     """
     from tapeflow.distribute import distribute_lib        # the strategy layer sits above this one
-    from tapeflow.distribute.reduce_util import ReduceOp
     if not distribute_lib.has_strategy():
         return _all_finite(grads)
     strategy = distribute_lib.get_cross_replica_context()
     if strategy is None:
         return distribute_lib.get_replica_context().merge_call(lambda _, g: _finite_everywhere(g), args=(grads,))
-    flags = strategy.extended.call_for_each_replica(
-        lambda g: math_ops.cast(_all_finite(g), dtypes.float32), args=(nest.flatten(grads),))
+    return finite_on_every_replica(strategy, nest.flatten(grads))
+
+
+def finite_on_every_replica(strategy, grads, check=_all_finite):
+    """In `strategy`'s cross-replica context: a scalar bool tensor, `check` (a scalar bool
+    of one replica's gradients) true on every replica of every process."""
+    from tapeflow.distribute.reduce_util import ReduceOp
+    flags = strategy.extended.call_for_each_replica(lambda g: math_ops.cast(check(g), dtypes.float32), args=(grads,))
     total = strategy.reduce(ReduceOp.SUM, flags, axis=None)
     return math_ops.equal(total, float(strategy.num_replicas_in_sync))
 

@@ -52,7 +52,8 @@ from tapeflow.graph import control_flow
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.graph.session import group_ops
 from tapeflow.mixed_precision import nonfinite
-from tapeflow.mixed_precision.loss_scale import LossScale, DynamicLossScale, FixedLossScale, _all_finite
+from tapeflow.mixed_precision.loss_scale import (LossScale, DynamicLossScale, FixedLossScale, _all_finite,
+                                                 finite_on_every_replica)
 from tapeflow.ops import math_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.optimizers.optimizer import Optimizer as KerasOptimizer, _strategy_replica
@@ -284,6 +285,15 @@ class LossScaleOptimizer:
 
         def apply():
             self.inner_optimizer.apply_gradients(zip(self._applied(grads, scale), variables))
+
+        self._apply_or_skip(finite, apply, report_inputs, callback)
+        return self.iterations
+
+    def _apply_or_skip(self, finite, apply, report_inputs, callback):
+        """Runs `apply` and updates the scale for a finite step; else skips it, lowers the
+        scale and reports the skip: eagerly, or as a cond in a graph."""
+        def applied():
+            apply()
             self._update_scale(True)
             return convert_to_tensor(True)
 
@@ -295,10 +305,9 @@ class LossScaleOptimizer:
             return convert_to_tensor(False)
 
         if executing_eagerly():
-            apply() if bool(finite) else skip()
+            applied() if bool(finite) else skip()
         else:
-            control_flow.cond(finite, apply, skip)
-        return self.iterations
+            control_flow.cond(finite, applied, skip)
 
     def _applied(self, grads, scale):
         """The gradients the inner optimizer applies: Keras 3's scaled ones divided by `scale`."""
@@ -311,41 +320,24 @@ class LossScaleOptimizer:
         if not self.inner_optimizer.built:
             self.inner_optimizer.build(variables)
         self._built = True
-        per_replica = strategy.experimental_local_results(grads)
-        first = per_replica[0]
-        if self._dynamic:
-            flags = strategy.extended.call_for_each_replica(
-                lambda g: math_ops.cast(self.check_finite(g), dtypes.float32), args=(grads,))
-            finite = math_ops.equal(strategy.reduce("SUM", flags, axis=None), float(strategy.num_replicas_in_sync))
-        else:
-            finite = True
         scale = convert_to_tensor(self.dynamic_scale)
-        if executing_eagerly():      # report the first replica whose own gradients overflowed
-            first = next((g for g in per_replica if not bool(self.check_finite(g))), first)
-        report_inputs, callback = _skip_report(nonfinite.skip_log(self), scale, convert_to_tensor(self.iterations),
-                                               first, [v.name for v in variables])
 
         def apply():
             strategy.extended.call_for_each_replica(
                 lambda g: self.inner_optimizer.apply_gradients(zip(self._applied(g, scale), variables)),
                 args=(grads,))
-            if self._dynamic:
-                self._update_scale(True)
-            return convert_to_tensor(True)
 
-        def skip():
-            if self._keras2:
-                self.iterations.assign_add(1)
-            self._update_scale(False)
-            nonfinite.report_now(report_inputs, callback)
-            return convert_to_tensor(False)
-
-        if finite is True:
+        if not self._dynamic:
             apply()
-        elif executing_eagerly():
-            apply() if bool(finite) else skip()
-        else:
-            control_flow.cond(finite, apply, skip)
+            return
+        finite = finite_on_every_replica(strategy, grads, self.check_finite)
+        per_replica = strategy.experimental_local_results(grads)
+        reported = per_replica[0]
+        if executing_eagerly() and not bool(finite):   # report the first replica whose gradients overflowed
+            reported = next((g for g in per_replica if not bool(self.check_finite(g))), reported)
+        report_inputs, callback = _skip_report(nonfinite.skip_log(self), scale, convert_to_tensor(self.iterations),
+                                               reported, [v.name for v in variables])
+        self._apply_or_skip(finite, apply, report_inputs, callback)
 
     def _update_scale(self, finite):
         """The dynamic scale after a finite (or skipped) step: Keras 2's or Keras 3's rule
