@@ -240,7 +240,8 @@ def _until_finite(strategy, tapes, differentiate, unconnected, target, flat_sour
     def round_(grads, ready, first):
         grads = strategy.run(replica_round, args=(tapes, target, output_gradients))
         _, ready = loss_scale.update(grads)
-        strategy.run(explain, args=(tapes, target, output_gradients, ready))
+        if ready is not True and not (executing_eagerly() and bool(ready)):     # nothing to explain
+            strategy.run(explain, args=(tapes, target, output_gradients, ready))
         return grads, convert_to_tensor(ready), convert_to_tensor(False)
 
     def again(grads, ready, first):
