@@ -519,7 +519,7 @@ class Function:
         self._canonical = function_type.Canonicalizer(python_function)   # Note [function types]
         self._dispatched = {}       # call types served by a more general trace
         self._calls = {}            # call keys (function_type.call_key) -> their trace
-        self._per_replica = None    # replica key -> this function's copy (Note [traces per replica])
+        self._per_replica = {}      # replica key -> this function's copy; None in a copy (Note [traces per replica])
 
     @property
     def python_function(self):
@@ -542,21 +542,19 @@ class Function:
     def __call__(self, *args, **kwargs):
         if settings.functions_run_eagerly:          # tf.config.run_functions_eagerly(True): no tracing
             return self._python_function(*args, **kwargs)
-        if state.strategies and self._per_replica is not False:
+        if state.strategies and self._per_replica is not None:
             return self._replica_copy()(*args, **kwargs)
         concrete, flat_args = self._concrete_for(args, kwargs)
         return concrete._structured(concrete._call_flat(flat_args))
 
     def _replica_copy(self):
         """This function's copy for the current strategy and replica (Note [traces per replica])."""
-        if self._per_replica is None:
-            self._per_replica = {}
         key = _replica_key()
         copy = self._per_replica.get(key)
         if copy is None:
             copy = Function(self._python_function, self._input_signature, autograph=self._autograph,
                             name=self._name, reduce_retracing=self._reduce_retracing)
-            copy._per_replica = False
+            copy._per_replica = None
             copy = self._per_replica.setdefault(key, copy)
         return copy
 
@@ -576,7 +574,7 @@ class Function:
         >>> f.experimental_get_tracing_count()
         2
         """
-        copies = self._per_replica or {}
+        copies = self._per_replica or {}       # (a copy has none)
         return self._trace_count + sum(c._trace_count for c in copies.values())
 
     def pretty_printed_concrete_signatures(self, verbose=True):
