@@ -37,7 +37,7 @@ def _custom_gradient_shape(*metas, n_results, grad_fn):
 
 
 @op("CustomGradient", same_dtype=False, num_outputs=-1, shape=_custom_gradient_shape, unknown_rank=True,
-    accepts_indexed_slices=True)
+    accepts_indexed_slices=True, passes_through=True)
 def _custom_gradient_op(*values, n_results, grad_fn):
     return values[:n_results]
 

@@ -157,3 +157,129 @@ def test_broadcast_inputs_are_not_reused():
     x, w = (rng.normal(size=s).astype(np.float32) for s in [(2, 3), (3, 4)])
     out = f(tf.constant(x), tf.constant(w)).numpy()
     np.testing.assert_allclose(out, (x @ w)[:1] + x @ w, rtol=1e-6)
+
+
+# -- donated inputs and pass-through ops (Notes [donated inputs], [pass-through ops]) -----------------
+
+from tapeflow.framework.op_def import execute, op            # noqa: E402
+from tapeflow.ops import shape_fns                            # noqa: E402
+
+_DONATED = []
+
+
+@op("TestDoublesDonated", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_fns.unchanged_shapes,
+    unknown_rank=True, donates=True)
+def _doubles(*xs, donated=()):
+    """2 x for each input: donated inputs doubled where they are."""
+    _DONATED.append(tuple(donated))
+    out = []
+    for k, x in enumerate(xs):
+        if k in donated:
+            x *= 2
+            out.append(x)
+        else:
+            out.append(x * 2)
+    return tuple(out)
+
+
+def _doubled(*xs):
+    return list(execute(_doubles, [tf.convert_to_tensor(x) for x in xs], {}))
+
+
+def _donations(fn, *args):
+    _DONATED.clear()
+    result = fn(*args)
+    return _DONATED[-1], result
+
+
+def test_a_dying_fresh_input_is_donated_and_the_others_are_not():
+    captured = tf.constant(np.full([2, 2], 5.0, np.float32))
+    w = tf.constant(np.eye(2, dtype=np.float32))
+
+    @tf.function
+    def f(x):
+        dies = tf.matmul(x, w)              # fresh, read only by the collective: donated
+        again = tf.matmul(w, x) * 3.0       # fresh but read again after the collective
+        viewed = tf.reshape(tf.matmul(w, w), [4])      # a view of a fresh array: not its own
+        outs = _doubled(dies, again, viewed, x, captured)
+        return outs, again * 1.0
+
+    x = tf.constant(np.arange(4.0, dtype=np.float32).reshape(2, 2))
+    donated, (outs, again) = _donations(f, x)
+    assert donated == (0,)
+    xv = x.numpy()
+    for got, want in zip(outs, [xv, 3 * xv, np.eye(2).reshape(4), xv, np.full([2, 2], 5.0)]):
+        np.testing.assert_array_equal(got.numpy(), 2 * want)
+    np.testing.assert_array_equal(again.numpy(), 3 * xv)                 # not overwritten
+    np.testing.assert_array_equal(captured.numpy(), np.full([2, 2], 5.0))  # never donated
+    np.testing.assert_array_equal(x.numpy(), np.arange(4.0).reshape(2, 2))
+
+
+def test_inputs_passed_twice_or_fetched_are_not_donated():
+    @tf.function
+    def twice(x):
+        y = tf.matmul(x, x)
+        return _doubled(y, y)
+
+    @tf.function
+    def fetched(x):
+        y = tf.matmul(x, x)
+        return _doubled(y), y
+
+    x = tf.constant(np.ones([2, 2], np.float32))
+    donated, outs = _donations(twice, x)
+    assert donated == ()
+    np.testing.assert_array_equal(outs[0].numpy(), np.full([2, 2], 4.0))
+    np.testing.assert_array_equal(outs[1].numpy(), np.full([2, 2], 4.0))
+    donated, (outs, y) = _donations(fetched, x)
+    assert donated == ()
+    np.testing.assert_array_equal(y.numpy(), np.full([2, 2], 2.0))
+
+
+def test_eager_calls_donate_nothing():
+    y = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))
+    donated, outs = _donations(_doubled, y)
+    assert donated == ()
+    np.testing.assert_array_equal(y.numpy(), np.full([2, 2], 2.0))
+
+
+def test_custom_gradient_passes_through_and_its_arguments_die_at_their_last_real_reader():
+    @tf.custom_gradient
+    def scaled(v):
+        return v * 3.0, lambda dy: dy * 3.0
+
+    @tf.function
+    def f(x):
+        g = tf.matmul(x, x)
+        out = scaled(g)                     # CustomGradient reads g only for its gradient
+        return _doubled(g)[0] + out
+
+    x = tf.constant(np.ones([2, 2], np.float32))
+    donated, result = _donations(f, x)
+    assert donated == (0,)
+    np.testing.assert_array_equal(result.numpy(), np.full([2, 2], 2.0 * 2 + 6.0))
+    plan = f.get_concrete_function(x)._plan
+    assert "CustomGradient" not in _plan_types(plan)
+
+    with tf.GradientTape() as tape:         # the function's gradient still runs the user's rule
+        tape.watch(x)
+        y = tf.function(lambda x: scaled(tf.matmul(x, x)))(x)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), np.full([2, 2], 12.0))
+
+
+def test_a_fed_pass_through_output_keeps_its_step():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2])
+
+        @tf.custom_gradient
+        def ident(v):
+            return tf.identity(v), lambda dy: dy
+
+        y = ident(x)
+        z = y * 2.0
+    plan = Plan(g, [z], [y])
+    np.testing.assert_array_equal(plan.run([np.array([1.0, 2.0], np.float32)])[0], [2.0, 4.0])
+    plan = Plan(g, [z], [x])
+    assert "CustomGradient" not in _plan_types(plan)
+    np.testing.assert_array_equal(plan.run([np.array([3.0, 4.0], np.float32)])[0], [6.0, 8.0])

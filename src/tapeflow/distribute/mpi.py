@@ -21,7 +21,13 @@ would hang or mix bytes of different layouts.  The data of an all-reduce
 travels in few messages: the tensors are grouped by wire dtype and small ones
 are packed into one contiguous buffer per dtype (one MPI_Iallreduce each);
 tensors of at least PACK_LIMIT bytes are reduced from their own buffers,
-since packing them would cost a copy larger than the latency it saves.
+since packing them would cost a copy larger than the latency it saves.  A
+tensor that may be overwritten (a plan's dying input, Note [donated inputs]
+in graph/executor.py) is summed in place, which MPICH does in about half the
+time of a sum into another buffer (0.9-1.1 against 1.8-2.1 ms for the MLP's
+7.4 MB of gradients with 2 workers on the project machine).  Eager tensors are
+never overwritten, and copying one into a buffer to sum it in place costs as
+much as it saves (7.4 MB copied in 0.9 ms there).
 Packs are reduced one after the other: with MPICH, overlapped nonblocking
 all-reduces take longer than the same ones in sequence.  float16 and
 bfloat16 are summed in float32 and rounded once (MPI has no standard
@@ -270,7 +276,7 @@ class Communicator:
 
     # -- collectives ---------------------------------------------------------------------------
 
-    def all_reduce(self, arrays, names=None, checked=False, pack_bytes=0):
+    def all_reduce(self, arrays, names=None, checked=False, pack_bytes=0, donated=()):
         """Sums each array over the workers (Note [MPI collectives]).
 
         Args:
@@ -278,6 +284,8 @@ class Communicator:
           names: a name per array (or None entries) for error messages.
           checked: the metadata was already checked (`check`) for this call.
           pack_bytes: the most bytes packed into one message (0: no limit).
+          donated: the positions of arrays that may be overwritten: those reduced alone are
+            summed in place (no new array to fill).
 
         Returns:
           A list of arrays: the sums, in the arrays' dtypes.
@@ -302,6 +310,9 @@ class Communicator:
                 wire = _wire_dtype(arrays[pack[0]].dtype)
                 if len(pack) == 1:
                     a = arrays[pack[0]]
+                    if pack[0] in donated and a.dtype == wire and a.flags.c_contiguous and a.flags.writeable:
+                        self._wait(self._comm.Iallreduce(MPI.IN_PLACE, a, op=MPI.SUM), "all-reduce")
+                        continue
                     send = np.require(a, wire, "C")
                     recv = np.empty(a.shape, wire)
                     self._wait(self._comm.Iallreduce(send, recv, op=MPI.SUM), "all-reduce")

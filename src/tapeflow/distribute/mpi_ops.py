@@ -27,7 +27,8 @@ run twice.  Eagerly, a collective whose inputs are all plain tensors checks
 the workers' dtypes and shapes before the op runs, so a mismatch raises the
 ValueError of Note [MPI collectives] itself; in a graph the kernel checks when
 the plan runs, and the plan reports it as InvalidArgumentError naming the
-node, as TensorFlow reports kernel errors.
+node, as TensorFlow reports kernel errors.  In a plan, MpiAllReduce sums the
+inputs that die there in place (Note [donated inputs] in graph/executor.py).
 """
 
 import numpy as np
@@ -50,9 +51,9 @@ def _scattered(*xs, n, **_):
 
 
 @op("MpiAllReduce", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_fns.unchanged_shapes,
-    unknown_rank=True, jvp=LINEAR, batch=batching.PASSING)
-def _mpi_all_reduce(*xs, group, names, checked, pack_bytes):
-    return tuple(group.all_reduce(xs, names, checked, pack_bytes))
+    unknown_rank=True, jvp=LINEAR, batch=batching.PASSING, donates=True)
+def _mpi_all_reduce(*xs, group, names, checked, pack_bytes, donated=()):
+    return tuple(group.all_reduce(xs, names, checked, pack_bytes, donated))
 
 
 @_mpi_all_reduce.def_grad(reads_inputs=False)

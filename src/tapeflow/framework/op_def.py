@@ -74,6 +74,12 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   into            `into(*arrays, out)`: the kernel writing into a given buffer
 #                   (Note [buffer reuse] in graph/executor.py).
 #   fresh_outputs   the kernel always returns new arrays (plans may reuse them).
+#   passes_through  the kernel returns its first inputs as they are, one per output (plans
+#                   give the outputs the inputs' slots and run nothing, Note [pass-through ops]
+#                   in graph/executor.py).
+#   donates         the kernel takes a `donated` attr, the positions of the input arrays it may
+#                   overwrite; plans pass it for inputs that die there (Note [donated inputs]
+#                   in graph/executor.py), eager calls never do.
 #   reads_variables_itself  the kernel gets None in place of its variable inputs
 #                   (Note [in-place updates] in ops/variables.py).
 #   jvp             the forward-mode rule: SELF_ADJOINT or LINEAR (see below), `jvp(inputs, outputs,
@@ -99,13 +105,15 @@ class Op:
     __slots__ = ("type", "kernel", "allowed", "same_dtype", "num_outputs", "stateful",
                  "shape_fn", "shape_reads_inputs", "unknown_rank", "value_rule",
                  "grad", "grad_reads_inputs", "grad_reads_outputs", "accepts_none",
-                 "accepts_indexed_slices", "into", "fresh_outputs", "reads_variables_itself", "jvp", "batch_rule",
+                 "accepts_indexed_slices", "into", "fresh_outputs", "passes_through", "donates",
+                 "reads_variables_itself", "jvp", "batch_rule",
                  "half", "half_dtypes", "__name__", "__qualname__", "__doc__", "__wrapped__")
 
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
                  differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
-                 fresh_outputs=False, reads_variables_itself=False, jvp=None, batch=None, half=None):
+                 fresh_outputs=False, passes_through=False, donates=False, reads_variables_itself=False, jvp=None,
+                 batch=None, half=None):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -130,6 +138,8 @@ class Op:
         self.accepts_indexed_slices = accepts_indexed_slices
         self.into = into
         self.fresh_outputs = fresh_outputs
+        self.passes_through = passes_through
+        self.donates = donates
         self.reads_variables_itself = reads_variables_itself
         self.jvp = jvp
         self.batch_rule = batch
