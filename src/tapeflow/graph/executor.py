@@ -9,10 +9,12 @@ was, so intermediates die as early as in eager mode.
 
 import numpy as np
 
+from tapeflow.framework import device as device_lib
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops import half
 from tapeflow.ops.variables import Variable
+from tapeflow.graph import lanes
 from tapeflow.graph.graph import Operation, SymbolicTensor, _const
 
 
@@ -304,9 +306,12 @@ class Plan:
         Note [generated plans]: each step becomes `s7 = k3(s2, s5)` on local
         variables, constants and kernels are globals of the generated code, and
         slots are deleted after their last use. An exception is mapped back to
-        its step by the line it was raised on.
+        its step by the line it was raised on.  Steps that run in parallel lanes
+        (Note [parallel lanes] in graph/lanes.py) go into one nested function per
+        lane, which assigns and deletes the plan's slots as `nonlocal`s; a slot
+        that another lane of the group reads is deleted after the group.
         """
-        namespace = {}
+        namespace = {"_run_lanes": lanes.run_lanes}
         lines = ["def _plan(feeds):"]
         feed_names = [f"s{i}" for i in self._feed_slots]
         if feed_names:
@@ -320,7 +325,9 @@ class Plan:
                 return f"c{index}"
             return f"s{index}"
 
-        for n, (kernel, ins, attrs, out, single, variables, frees, buffer, op) in enumerate(self._steps):
+        def emit(n, indent, keep=()):
+            """The lines of step n; returns the slots it defines and those it deletes."""
+            kernel, ins, attrs, out, single, variables, frees, buffer, op = self._steps[n]
             namespace[f"k{n}"] = kernel if buffer is None else op.op_def.into
             args = [ref(i) for i in ins]
             by_value = not op.op_def.reads_variables_itself
@@ -335,19 +342,56 @@ class Plan:
             call = f"k{n}({', '.join(args)})"
             target = f"s{out}" if single else f"r{n}"
             line_step[len(lines) + 1] = n
-            lines.append(f"    {target} = {call}")
+            lines.append(f"{indent}{target} = {call}")
             if not single:
                 if out:
-                    lines.append(f"    {', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
-                lines.append(f"    del r{n}")
-            defined.update((out,) if single else out)
-            live = [f"s{i}" for i in frees if i in defined and i not in known]
+                    lines.append(f"{indent}{', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
+                lines.append(f"{indent}del r{n}")
+            made = (out,) if single else out
+            defined.update(made)
+            live = [i for i in frees if i in defined and i not in known and i not in keep]
             if live:
-                lines.append(f"    del {', '.join(live)}")
+                lines.append(f"{indent}del {', '.join(f's{i}' for i in live)}")
+            return made, live
+
+        group = 0
+        for item in lanes.schedule(self._steps, device_lib.runtime.inter_op_threads or 0):
+            if type(item) is int:
+                emit(item, "    ")
+                continue
+            group += 1
+            reads = [{i for n in lane for i in self._steps[n][1]} for lane in item]
+            made = [s for lane in item for n in lane for s in self._outputs(n)]
+            if made:                            # bound here, so that the lanes can assign them
+                lines.append(f"    {' = '.join(f's{i}' for i in made)} = None")
+            deferred = []
+            for k, lane in enumerate(item):
+                shared = set().union(*(r for j, r in enumerate(reads) if j != k))
+                start = len(lines)
+                lines.append(f"    def _lane{group}_{k}():")
+                lines.append("        nonlocal _")           # replaced below by the lane's slots
+                touched = []
+                for n in lane:
+                    outs, live = emit(n, "        ", keep=shared)
+                    touched += outs
+                    touched += live
+                    deferred += [i for i in self._steps[n][6] if i in shared and i not in known]
+                if touched:
+                    lines[start + 1] = f"        nonlocal {', '.join(dict.fromkeys(f's{i}' for i in touched))}"
+                else:
+                    lines[start + 1] = "        pass"
+            lines.append(f"    _run_lanes({', '.join(f'_lane{group}_{k}' for k in range(len(item)))})")
+            deferred = [i for i in dict.fromkeys(deferred) if i in defined]
+            if deferred:
+                lines.append(f"    del {', '.join(f's{i}' for i in deferred)}")
         results = ", ".join("None" if i is None else ref(i) for i in self._fetch_slots)
         lines.append(f"    return [{results}]")
         exec(compile("\n".join(lines), "<plan>", "exec"), namespace)   # noqa: S102 - generated from the graph
         return namespace["_plan"], line_step
+
+    def _outputs(self, n):
+        out, single = self._steps[n][3], self._steps[n][4]
+        return (out,) if single else out
 
     def run(self, feed_values):
         """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
@@ -360,10 +404,11 @@ class Plan:
             raise InvalidArgumentError(None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from None
 
     def _failed_op(self, error):
-        tb = error.__traceback__
+        """The op of the step that raised `error` (the innermost plan line that is a step's:
+        in a lane, the plan's own frame is at the group's call)."""
+        tb, step = error.__traceback__, None
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == "<plan>":
-                step = self._line_step.get(tb.tb_lineno)
-                return None if step is None else self._steps[step][-1]
+                step = self._line_step.get(tb.tb_lineno, step)
             tb = tb.tb_next
-        return None
+        return None if step is None else self._steps[step][-1]

@@ -1,0 +1,173 @@
+"""Parallel lanes in plans (Note [parallel lanes] in graph/lanes.py): independent blocks of ops
+placed on different devices run at once, with the numbers of the sequential plan.  These are
+tapeflow's own scheduling rules, so the tests look at the schedule and the results."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tapeflow as tf
+from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.graph import lanes
+from tapeflow.graph.executor import Plan
+
+N = 256           # 256 x 256 outputs: worth a lane
+
+
+def _groups(plan, threads=0):
+    return [item for item in lanes.schedule(plan._steps, threads) if type(item) is tuple]
+
+
+def _lane_types(plan, group):
+    return [[plan._steps[n][-1].type for n in lane] for lane in group]
+
+
+def _graph_plan(build):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [N, N])
+        fetches = build(x)
+    return Plan(g, fetches, [x])
+
+
+def _x(seed=0):
+    return np.random.default_rng(seed).standard_normal((N, N)).astype(np.float32)
+
+
+def test_independent_blocks_on_two_devices_run_as_two_lanes():
+    def build(x):
+        with tf.device("/cpu:0"):
+            a = tf.nn.relu(tf.matmul(x, x))
+        with tf.device("/cpu:1"):
+            b = tf.tanh(tf.matmul(x, x + 1.0))
+        return [a, b]
+
+    plan = _graph_plan(build)
+    groups = _groups(plan)
+    assert len(groups) == 1 and _lane_types(plan, groups[0]) == [["BatchMatMulV2", "Relu"],
+                                                                 ["AddV2", "BatchMatMulV2", "Tanh"]]
+    assert _groups(plan, threads=1) == []            # inter-op parallelism 1: no lanes
+    x = _x()
+    for _ in range(20):      # x is read by both lanes and dies in the second: deleted after the group
+        a, b = plan.run([x])
+        np.testing.assert_array_equal(a, np.maximum(x @ x, 0))
+        np.testing.assert_allclose(b, np.tanh(x @ (x + 1)), rtol=1e-6, atol=1e-6)
+
+
+def test_blocks_that_depend_on_each_other_or_share_written_state_stay_in_order():
+    v = tf.Variable(np.ones([N, N], np.float32))
+
+    def dependent(x):
+        with tf.device("/cpu:0"):
+            a = tf.matmul(x, x)
+        with tf.device("/cpu:1"):
+            b = tf.matmul(a, x)                      # reads the other block's value
+        return [b]
+
+    def writes_what_the_other_reads(x):
+        with tf.device("/cpu:0"):
+            a = tf.matmul(x, v)                      # reads v
+        with tf.device("/cpu:1"):
+            w = v.assign_add(tf.matmul(x, x))        # writes v
+        return [a, w]
+
+    def random_ops(x):
+        with tf.device("/cpu:0"):
+            a = tf.matmul(x, tf.random.uniform([N, N]))     # random numbers keep their order
+        with tf.device("/cpu:1"):
+            b = tf.matmul(x, tf.random.uniform([N, N]))
+        return [a, b]
+
+    def unplaced(x):
+        a = tf.matmul(x, x)
+        b = tf.matmul(x, x + 2.0)
+        return [a, b]
+
+    for build in (dependent, writes_what_the_other_reads, random_ops, unplaced):
+        assert _groups(_graph_plan(build)) == [], build.__name__
+
+
+def test_small_blocks_are_not_worth_a_thread():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [8, 8])
+        with tf.device("/cpu:0"):
+            a = tf.matmul(x, x)
+        with tf.device("/cpu:1"):
+            b = tf.matmul(x, x + 1.0)
+    assert _groups(Plan(g, [a, b], [x])) == []
+
+
+def _strategy():
+    return tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+
+
+def test_mirrored_replicas_in_a_function_run_in_lanes_with_the_sequential_numbers():
+    strategy = _strategy()
+    w0 = _x(1) / N
+    with strategy.scope():
+        w = tf.Variable(w0)
+    xs = [_x(2), _x(3)]
+    per_replica = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant(xs[ctx.replica_id_in_sync_group]))
+
+    def replica_step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.nn.relu(tf.matmul(x, w)) ** 2)
+        grad = tape.gradient(loss, w)
+        w.assign_sub(1e-4 * tf.distribute.get_replica_context().all_reduce("sum", grad))
+        return loss
+
+    step = tf.function(lambda x: strategy.run(replica_step, args=(x,)))
+    losses = strategy.experimental_local_results(step(per_replica))
+    plan = step.get_concrete_function(per_replica)._plan
+    assert any(len(group) == 2 for group in _groups(plan))
+
+    expected_grad = 0
+    for k, x in enumerate(xs):
+        h = np.maximum(x.astype(np.float64) @ w0, 0)
+        np.testing.assert_allclose(losses[k].numpy(), (h ** 2).sum(), rtol=1e-5)
+        expected_grad = expected_grad + x.T.astype(np.float64) @ (2 * h)
+    for component in w.values:
+        np.testing.assert_allclose(component.numpy(), w0 - 1e-4 * expected_grad, rtol=1e-4, atol=1e-6)
+
+
+def test_an_error_in_a_lane_names_its_op_and_the_next_call_works():
+    strategy = _strategy()
+    rows = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant([0, 1] if ctx.replica_id_in_sync_group == 0 else [0, N + 5]))
+    good = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant([0, 1]))
+    x = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant(_x(4)))
+
+    @tf.function
+    def step(rows, x):
+        return strategy.run(lambda r, x: tf.gather(tf.matmul(x, x), r), args=(rows, x))
+
+    with pytest.raises(InvalidArgumentError, match="GatherV2"):
+        step(rows, x)
+    assert any(len(group) == 2 for group in _groups(step.get_concrete_function(rows, x)._plan))
+    results = strategy.experimental_local_results(step(good, x))
+    for r in results:
+        np.testing.assert_array_equal(r.numpy(), (_x(4) @ _x(4))[[0, 1]])
+
+
+def test_lanes_run_in_other_threads():
+    seen = set()
+    done = threading.Event()
+
+    def first():
+        seen.add(threading.get_ident())
+
+    def second():
+        seen.add(threading.get_ident())
+        done.set()
+
+    lanes.run_lanes(first, second)
+    assert done.is_set() and len(seen) == 2
+
+    def fails():
+        raise ValueError("lane 2")
+
+    with pytest.raises(ValueError, match="lane 2"):
+        lanes.run_lanes(first, fails)
