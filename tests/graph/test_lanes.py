@@ -69,7 +69,7 @@ def test_blocks_that_depend_on_each_other_or_share_written_state_stay_in_order()
         with tf.device("/cpu:0"):
             a = tf.matmul(x, v)                      # reads v
         with tf.device("/cpu:1"):
-            w = v.assign_add(tf.matmul(x, x))        # writes v
+            w = v.assign_add(tf.matmul(x, x), read_value=False)        # writes v
         return [a, w]
 
     def random_ops(x):
@@ -86,6 +86,25 @@ def test_blocks_that_depend_on_each_other_or_share_written_state_stay_in_order()
 
     for build in (dependent, writes_what_the_other_reads, random_ops, unplaced):
         assert _groups(_graph_plan(build)) == [], build.__name__
+
+
+def test_writes_of_different_variables_run_in_lanes():
+    v0 = tf.Variable(np.zeros([N, N], np.float32))
+    v1 = tf.Variable(np.ones([N, N], np.float32))
+
+    def build(x):
+        with tf.device("/cpu:0"):
+            w0 = v0.assign_add(tf.matmul(x, x), read_value=False)      # the write ops
+        with tf.device("/cpu:1"):
+            w1 = v1.assign_sub(tf.matmul(x, x + 1.0), read_value=False)
+        return [w0, w1]
+
+    plan = _graph_plan(build)
+    assert [len(group) for group in _groups(plan)] == [2]
+    x = _x(5)
+    plan.run([x])
+    np.testing.assert_allclose(v0.numpy(), x @ x, rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(v1.numpy(), 1 - x @ (x + 1), rtol=1e-6, atol=1e-5)
 
 
 def test_small_blocks_are_not_worth_a_thread():

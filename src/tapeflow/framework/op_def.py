@@ -77,6 +77,9 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   passes_through  the kernel returns its first inputs as they are, one per output (plans
 #                   give the outputs the inputs' slots and run nothing, Note [pass-through ops]
 #                   in graph/executor.py).
+#   writes_variable the op's one effect is writing the variable in its `var` attr (it is
+#                   stateful so that writes keep their order; Note [parallel lanes] in
+#                   graph/lanes.py).
 #   donates         the kernel takes a `donated` attr, the positions of the input arrays it may
 #                   overwrite; plans pass it for inputs that die there (Note [donated inputs]
 #                   in graph/executor.py), eager calls never do.
@@ -105,15 +108,15 @@ class Op:
     __slots__ = ("type", "kernel", "allowed", "same_dtype", "num_outputs", "stateful",
                  "shape_fn", "shape_reads_inputs", "unknown_rank", "value_rule",
                  "grad", "grad_reads_inputs", "grad_reads_outputs", "accepts_none",
-                 "accepts_indexed_slices", "into", "fresh_outputs", "passes_through", "donates",
-                 "reads_variables_itself", "jvp", "batch_rule",
+                 "accepts_indexed_slices", "into", "fresh_outputs", "passes_through", "writes_variable",
+                 "donates", "reads_variables_itself", "jvp", "batch_rule",
                  "half", "half_dtypes", "__name__", "__qualname__", "__doc__", "__wrapped__")
 
     def __init__(self, type_, kernel, allowed=None, same_dtype=True, num_outputs=1, stateful=False, *,
                  shape=None, shape_reads_inputs=False, unknown_rank=None, value_rule=None,
                  differentiable=True, accepts_none=(), accepts_indexed_slices=False, into=None,
-                 fresh_outputs=False, passes_through=False, donates=False, reads_variables_itself=False, jvp=None,
-                 batch=None, half=None):
+                 fresh_outputs=False, passes_through=False, writes_variable=False, donates=False,
+                 reads_variables_itself=False, jvp=None, batch=None, half=None):
         if type_ in _OPS:
             raise KeyError(f"Op type '{type_}' is defined twice.")
         self.type = type_
@@ -139,6 +142,7 @@ class Op:
         self.into = into
         self.fresh_outputs = fresh_outputs
         self.passes_through = passes_through
+        self.writes_variable = writes_variable
         self.donates = donates
         self.reads_variables_itself = reads_variables_itself
         self.jvp = jvp
@@ -386,6 +390,8 @@ def execute(op_, inputs, attrs):
         if _builds_node(op_, inputs):
             return _graph_op(op_, inputs, attrs)
         _check_folded(op_, inputs, attrs)
+    elif kernel is op_.half and kernel.eager is not None and op_.num_outputs == 1:
+        return _execute_wide(op_, kernel, inputs, values, attrs)
     try:
         out = kernel(*values, **attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
@@ -403,6 +409,24 @@ def execute(op_, inputs, attrs):
     result = tuple([Tensor(o) for o in out])
     if state.tapes:
         record(op_, inputs, result, attrs)
+    return result
+
+
+def _execute_wide(op_, kernel, inputs, values, attrs):
+    """`execute`'s eager call of a half kernel: the result keeps its float32 value for the half
+    kernels that read it (Note [wide values of eager tensors] in ops/half.py)."""
+    try:
+        out, wide = kernel.eager(inputs, values, attrs)
+    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
+        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except (TypeError, AttributeError):
+        _check_escaped(inputs)
+        raise
+    result = Tensor(out)
+    if wide is not None:
+        result._wide = wide
+    if state.tapes:
+        record(op_, inputs, (result,), attrs)
     return result
 
 

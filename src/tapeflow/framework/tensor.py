@@ -28,7 +28,8 @@ class Tensor:
     (TensorShape([1, 2]), tf.float32)
     """
 
-    __slots__ = ("_value", "_id", "_device", "__weakref__")     # _device: Note [recorded placement]
+    # _device: Note [recorded placement]; _wide: Note [wide values of eager tensors] in ops/half.py
+    __slots__ = ("_value", "_id", "_device", "_wide", "__weakref__")
 
     _is_variable = False        # see Variable
     _is_symbolic = False        # see SymbolicTensor

@@ -39,12 +39,6 @@ _lock = threading.Lock()
 _pool = None
 
 
-def _variable_write(op_def):
-    name = op_def.type
-    return name.startswith("ResourceScatter") or name in ("AssignVariableOp", "AssignAddVariableOp",
-                                                          "AssignSubVariableOp")
-
-
 class _Block:
     """A maximal run of steps on one device: what they read, write and touch."""
 
@@ -65,13 +59,14 @@ class _Block:
         self.writes.update((out,) if single else out)
         if buffer is not None:
             self.clobbers.add(buffer)
-        stateful = op.op_def.stateful
-        if stateful and not (variables and _variable_write(op.op_def)):
-            self.movable = False
         for _, var in variables:
             self.variables.add(id(var))
-            if stateful:
-                self.written.add(id(var))
+        if op.op_def.writes_variable:
+            written = id(op.attrs["var"])
+            self.variables.add(written)
+            self.written.add(written)
+        elif op.op_def.stateful:
+            self.movable = False
         for t in op.outputs:
             shape = t._value.shape
             self.work += MIN_LANE_ELEMENTS if shape is None or None in shape else math.prod(shape)

@@ -106,7 +106,7 @@ def _write_op(type_, half=None):
     """Declares a variable write: stateful, no outputs, not differentiable."""
     def wrap(kernel):
         return op(type_, same_dtype=False, num_outputs=-1, stateful=True, shape=_no_outputs,
-                  differentiable=False, batch=_batched_write, half=half)(kernel)
+                  differentiable=False, batch=_batched_write, half=half, writes_variable=True)(kernel)
     return wrap
 
 
@@ -252,7 +252,7 @@ class Variable(metaclass=_VariableCreation):
     """
 
     __slots__ = ("_value", "_id", "_trainable", "_name", "_shape", "_constraint", "_graph_info", "_synchronization",
-                 "_aggregation", "_device", "__weakref__")
+                 "_aggregation", "_device", "_wide_pair", "__weakref__")
 
     _is_variable = True         # ops read it themselves (op_def) and graphs order its accesses
     _through_creators = True    # Note [variable creators]
@@ -265,6 +265,7 @@ class Variable(metaclass=_VariableCreation):
         if initial_value is None:
             raise ValueError("The `initial_value` arg (None) must be specified.")
         self._id = _next_id()
+        self._wide_pair = None      # (array, its wide value) of a half variable: Note [wide values of eager tensors]
         self._device = current_device()     # None: the default device (Note [recorded placement])
         self._synchronization, self._aggregation, self._trainable = _sync_aggregation_trainable(
             synchronization, aggregation, trainable, name)
@@ -301,9 +302,16 @@ class Variable(metaclass=_VariableCreation):
         if not state.tapes and not state.graphs:
             if state.variable_watchers:
                 self._note_access()
-            return Tensor(self._value)
-        self._note_access()
-        return execute(_read_variable, (self,), {})
+            read = Tensor(self._value)
+        else:
+            self._note_access()
+            read = execute(_read_variable, (self,), {})
+            if state.graphs:
+                return read
+        pair = self._wide_pair                  # a half value's wide value (ops/half.py)
+        if pair is not None and pair[0] is read._value:
+            read._wide = pair[1]
+        return read
 
     def read_value(self):
         return self.value()
@@ -408,36 +416,55 @@ class Variable(metaclass=_VariableCreation):
                 raise ValueError(f"Cannot assign to variable '{self._name}': the variable shape {self._shape} "
                                  f"and the assigned value shape {_shape_str(t._value.shape)} are incompatible.")
             return self._write(_assign, (t,), read_value)
-        new = self._checked(value, "assign")
+        new = self._checked(value, "assign")._value
         self._value = np.array(new, copy=True)
         return self if read_value else None
 
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
             return self._write(_assign_add, (self._converted_update(delta, "assign_add"),), read_value)
-        self._update(np.add, self._checked(delta, "assign_add"))
+        t = self._checked(delta, "assign_add")
+        self._update(np.add, t._value, t)
         return self if read_value else None
 
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         if state.graphs:
             return self._write(_assign_sub, (self._converted_update(delta, "assign_sub"),), read_value)
-        self._update(np.subtract, self._checked(delta, "assign_sub"))
+        t = self._checked(delta, "assign_sub")
+        self._update(np.subtract, t._value, t)
         return self if read_value else None
 
-    def _update(self, ufunc, delta):
+    def _update(self, ufunc, delta, delta_tensor=None):
         """self = ufunc(self, delta), in place when no tensor shares the array.
 
         Note [in-place updates]: reads share the variable's array, so a tensor
         read earlier must keep its value; when the variable's own reference is
         the only one (refcount 2: the attribute and the call's argument), nobody
         can observe the write and the array is updated in place.
+
+        `delta_tensor`: the eager tensor whose array `delta` is, if any (a half one may
+        keep its wide value, Note [wide values of eager tensors] in ops/half.py).
         """
         if self._value.dtype in half.HALF_NP:          # Note [half precision] in ops/half.py
-            ufunc = half.ufunc_in_float32(ufunc)
+            self._update_half(ufunc, delta, getattr(delta_tensor, "_wide", None))
+            return
         if type(self._value) is np.ndarray and sys.getrefcount(self._value) <= 2 and np.shape(delta) == self._value.shape:
             ufunc(self._value, delta, out=self._value)
         else:
             self._value = np.asarray(ufunc(self._value, delta))
+
+    def _update_half(self, ufunc, delta, delta_wide):
+        """`_update` of a half variable: computed in float32 from the wide values it has, the
+        new value kept with its own (in place as Note [in-place updates] allows, for the wide
+        value too: only reads, which hold both arrays, share it)."""
+        pair, self._wide_pair = getattr(self, "_wide_pair", None), None
+        wide = pair[1] if pair is not None and pair[0] is self._value else None
+        del pair                                # its reference to the array would count below
+        in_place = (type(self._value) is np.ndarray and sys.getrefcount(self._value) <= 2
+                    and (wide is None or sys.getrefcount(wide) <= 2) and np.shape(delta) == self._value.shape)
+        bits, wide = half.update(ufunc, self._value, wide, delta, delta_wide, in_place)
+        self._value = bits
+        self._wide_pair = (bits, wide) if wide is not None else None
 
     def _write(self, write, inputs, read_value=True):
         """Runs a write op now (eagerly) or adds it to the default graph.
@@ -477,7 +504,7 @@ class Variable(metaclass=_VariableCreation):
         return t
 
     def _checked(self, value, what):
-        """The new value's array: Python/NumPy values take the variable's dtype, a tensor
+        """The new value's tensor: Python/NumPy values take the variable's dtype, a tensor
         of another dtype is a ValueError, and the shapes must be equal (ValueError
         for `assign`, InvalidArgumentError for the updates, like TensorFlow)."""
         t = convert_to_tensor(value, dtype=self.dtype)
@@ -493,7 +520,7 @@ class Variable(metaclass=_VariableCreation):
                        f"{_shape_str(t._value.shape)} must be equal.")
             raise InvalidArgumentError(None, "AssignAddVariableOp" if what == "assign_add" else "AssignSubVariableOp",
                                        message)
-        return t._value
+        return t
 
     def _scatter(self, method, sparse_delta):
         if not isinstance(sparse_delta, IndexedSlices):
