@@ -15,7 +15,8 @@ once in cross-replica context, and hands each replica its share of the result.
 Executing eagerly, the replicas run concurrently between merge_calls, so NumPy's
 kernels (which release the GIL) overlap; TensorFlow runs them one at a time.  While a
 `tf.function` is traced, they run one at a time in replica order ("lock-step"), so the
-one graph they build gets its ops in a deterministic order.  The graph's per-thread
+one graph they build gets its ops in a deterministic order; when that graph runs, the
+replicas' blocks of ops run at once again (Note [parallel lanes] in graph/lanes.py).  The graph's per-thread
 parts that live on the graph object (its name stack and control dependencies) are
 swapped in and out as the turn passes (`_GraphView`).
 
