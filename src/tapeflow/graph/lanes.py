@@ -15,7 +15,7 @@ distribute/mirrored_strategy.py).
 A group is a run of consecutive blocks, each a maximal run of steps placed on one
 device, on different devices, none of which:
 - reads a value another block of the group makes, or writes into a buffer (Note
-  [buffer reuse] in graph/executor.py) another reads;
+  [buffer reuse], Note [donated inputs] in graph/executor.py) another reads;
 - shares a variable with another unless both only read it;
 - holds a stateful op other than a variable write (random numbers, printing,
   collectives, Python functions, control flow and function calls keep their order
@@ -53,12 +53,14 @@ class _Block:
         self.movable = bool(device)
 
     def add(self, n, step):
-        _, ins, _, out, single, variables, _, buffer, op = step
+        _, ins, attrs, out, single, variables, _, buffer, op = step
         self.steps.append(n)
         self.reads.update(ins)
         self.writes.update((out,) if single else out)
         if buffer is not None:
             self.clobbers.add(buffer)
+        for k in attrs.get("donated", ()) if attrs else ():        # Note [donated inputs] in executor.py
+            self.clobbers.add(ins[k])
         for _, var in variables:
             self.variables.add(id(var))
         if op.op_def.writes_variable:
