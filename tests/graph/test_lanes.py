@@ -190,3 +190,33 @@ def test_lanes_run_in_other_threads():
 
     with pytest.raises(ValueError, match="lane 2"):
         lanes.run_lanes(first, fails)
+
+
+from tapeflow.framework.op_def import execute, op      # noqa: E402
+from tapeflow.ops import shape_fns                      # noqa: E402
+
+
+@op("TestLaneHalves", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True,
+    donates=True)
+def _halves(*xs, donated=()):
+    """x / 2 for each input, in place when donated (a pure op that donates, for the lane rules)."""
+    return tuple(np.divide(x, 2, out=x) if k in donated else x / 2 for k, x in enumerate(xs))
+
+
+def test_a_donated_input_is_a_buffer_written_for_the_lane_rules():
+    def build(x, donating):
+        y = tf.matmul(x, x)                          # unplaced: before the group
+        with tf.device("/cpu:0"):
+            a = tf.tanh(y)                           # reads y
+        with tf.device("/cpu:1"):
+            b = execute(_halves, [y], {})[0] if donating else tf.sigmoid(y)     # y's last reader
+        return [a, b]
+
+    x = _x(6) / N
+    plain = _graph_plan(lambda x: build(x, False))
+    assert [len(group) for group in _groups(plain)] == [2]
+    donating = _graph_plan(lambda x: build(x, True))
+    assert _groups(donating) == []                   # y may be overwritten while tanh reads it
+    a, b = donating.run([x])
+    np.testing.assert_allclose(a, np.tanh(x @ x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b, (x @ x) / 2, rtol=1e-5, atol=1e-6)
