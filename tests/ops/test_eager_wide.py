@@ -25,7 +25,8 @@ def _bits(a):
 
 def _same32(a, b):
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype == np.float32 and a.shape == b.shape and bool(np.all(a.view(np.uint32) == b.view(np.uint32)))
+    return (a.dtype == b.dtype == np.float32 and a.shape == b.shape
+            and bool(np.all(a.view(np.uint32) == b.view(np.uint32))))
 
 
 def _canonical(h):

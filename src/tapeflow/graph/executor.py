@@ -109,24 +109,35 @@ def _plan_kernels(steps, keep, known, template):
     return kernels
 
 
-def _reusable_buffers(steps, last_use, pinned):
+def _dying_own_slots(steps, last_use, pinned):
+    """`(owned, producer)`: `owned(index, n)` tells whether slot `index` dies at step n holding
+    an array of its own (Note [buffer reuse]); `producer` maps slots to the tensors made there."""
+    producer, readers = {}, {}
+    for n, (op, ins, _, outs, _) in enumerate(steps):
+        for index in ins:
+            readers.setdefault(index, []).append((n, op.op_def))
+        for index, t in zip(outs, op.outputs):
+            producer[index] = t
+
+    def owned(index, n):
+        source = producer.get(index)
+        return (source is not None and index not in pinned and last_use.get(index) == n
+                and _fresh(source.op.op_def) and all(_fresh(r) for m, r in readers[index] if m != n))
+    return owned, producer
+
+
+def _reusable_buffers(steps, owned, producer):
     """Elementwise steps that can write their result into a dying input: step -> slot.
 
     Note [buffer reuse]: an op with an `into` kernel (`into(*inputs, out=buffer)`,
     e.g. a ufunc) may overwrite an input slot whose last reader it is, when
     that slot's array is its own: made fresh by an op that never returns a
     view or a variable's array (`into` ops, and `fresh_outputs` ops such as
-    MatMul), read only by such ops (so no view of it lives on), neither fed,
-    fetched nor constant, and of the result's static shape and dtype.  It
-    saves an allocation and keeps the data in cache, as `d *= mask` does in
-    hand-written NumPy.
+    MatMul), read otherwise only by such ops (so no view of it lives on), neither
+    fed, fetched nor constant (`_dying_own_slots`), and of the result's static
+    shape and dtype.  It saves an allocation and keeps the data in cache, as
+    `d *= mask` does in hand-written NumPy.
     """
-    producer, readers = {}, {}
-    for op, ins, _, outs, _ in steps:
-        for index in ins:
-            readers.setdefault(index, []).append(op.op_def)
-        for index, t in zip(outs, op.outputs):
-            producer[index] = t
     reuse = {}
     for n, (op, ins, variables, outs, _) in enumerate(steps):
         if op.op_def.into is None or op.attrs or variables or len(outs) != 1 or _kernel(op) is not op.op_def.kernel:
@@ -135,41 +146,29 @@ def _reusable_buffers(steps, last_use, pinned):
         if not meta.shape or None in meta.shape:
             continue
         for index in ins:
-            source = producer.get(index)
-            if (source is not None and index not in pinned and last_use.get(index) == n
-                    and source._value.shape == meta.shape and source._value.dtype == meta.dtype
-                    and _fresh(source.op.op_def) and all(_fresh(r) for r in readers[index])):
+            if (owned(index, n) and producer[index]._value.shape == meta.shape
+                    and producer[index]._value.dtype == meta.dtype):
                 reuse[n] = index
                 break
     return reuse
 
 
-def _donated_inputs(steps, last_use, pinned):
+def _donated_inputs(steps, owned):
     """Steps of ops that may overwrite inputs (`donates`): step -> the input positions they may.
 
     Note [donated inputs]: a collective such as MpiAllReduce writes its results into new
     arrays unless it may overwrite its inputs, and a fresh array of megabytes costs page
     faults and cache misses on every run (about 0.8 ms for the MLP's gradients on the
     project machine, a tenth of what a whole step loses to the all-reduce).  A plan knows
-    when an input dies at such a step: the conditions are Note [buffer reuse]'s (the last
-    reader, made fresh by its producer, every other reader fresh too, neither fed, fetched
-    nor constant) and the slot is not passed twice to the step.  The kernel gets their
-    positions in its `donated` attr; eagerly no input is ever donated.
+    when an input dies at such a step with an array of its own (Note [buffer reuse]'s
+    conditions, `_dying_own_slots`); one passed twice to the step is not donated.  The
+    kernel gets their positions in its `donated` attr; eagerly no input is ever donated.
     """
-    producer, readers = {}, {}
-    for n, (op, ins, _, outs, _) in enumerate(steps):
-        for index in ins:
-            readers.setdefault(index, []).append((n, op.op_def))
-        for index, t in zip(outs, op.outputs):
-            producer[index] = t
     donated = {}
     for n, (op, ins, _, _, _) in enumerate(steps):
         if not op.op_def.donates or _kernel(op) is not op.op_def.kernel:
             continue
-        positions = tuple(
-            k for k, index in enumerate(ins)
-            if index in producer and index not in pinned and last_use.get(index) == n and ins.count(index) == 1
-            and _fresh(producer[index].op.op_def) and all(_fresh(r) for m, r in readers[index] if m != n))
+        positions = tuple(k for k, index in enumerate(ins) if ins.count(index) == 1 and owned(index, n))
         if positions:
             donated[n] = positions
     return donated
@@ -274,11 +273,13 @@ class Plan:
             if index not in keep:
                 frees.setdefault(n, []).append(index)
         kernels = _plan_kernels(steps, keep, known, template)
-        reuse = _reusable_buffers(steps, last_use, keep | known)
-        donated = _donated_inputs(steps, last_use, keep | known)
+        owned, producer = _dying_own_slots(steps, last_use, keep | known)
+        reuse = _reusable_buffers(steps, owned, producer)
+        donated = _donated_inputs(steps, owned)
         self._steps = tuple(
-            (kernels[n], ins, op.attrs if n not in donated else {**op.attrs, "donated": donated[n]}, outs[0] if op.op_def.num_outputs == 1 else outs,
-             op.op_def.num_outputs == 1, variables, tuple(frees.get(n, ())), reuse.get(n), op)
+            (kernels[n], ins, op.attrs if n not in donated else {**op.attrs, "donated": donated[n]},
+             outs[0] if op.op_def.num_outputs == 1 else outs, op.op_def.num_outputs == 1, variables,
+             tuple(frees.get(n, ())), reuse.get(n), op)
             for n, (op, ins, variables, outs, _) in enumerate(steps))
         self._template = template
         self._fetch_slots = fetch_slots
