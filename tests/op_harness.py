@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import tapeflow
-from tapeflow.ops.constant_value import constant_value
+from tapeflow.framework.shapes.known_values import constant_value
 
 HAVE_TF = importlib.util.find_spec("tensorflow") is not None
 

@@ -1,7 +1,7 @@
 """Bad inputs raise TensorFlow's exception classes (issue 13), differential against TensorFlow.
 
 * shape errors found while a `tf.function` is traced are ValueError, as TensorFlow's
-  shape functions raise them (Note [build-time shape errors] in ops/shape_fns.py),
+  shape functions raise them (Note [build-time shape errors] in framework/shapes/shape_rules.py),
   and InvalidArgumentError eagerly;
 * windows larger than their input fail while tracing;
 * mixed-type lists, None, float sizes and bad Jacobian sources raise TF's class;

@@ -6,7 +6,7 @@ shape checks, so the class depends on what the argument is (Note [int inputs] in
 ops/constructor_ops.py): None and ragged lists are ValueError, a float or a string
 among tensors TypeError, a float/bool/string tensor InvalidArgumentError eagerly and
 TypeError in graphs, a 2-D size InvalidArgumentError eagerly and ValueError in graphs
-(Note [build-time shape errors] in ops/shape_fns.py).  Squeeze's axis is an attr (a
+(Note [build-time shape errors] in framework/shapes/shape_rules.py).  Squeeze's axis is an attr (a
 list of ints, truncated by int()); split's sizes are converted without a dtype.
 """
 

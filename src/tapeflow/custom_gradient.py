@@ -20,7 +20,7 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.dtypes import TRAINABLE_NP
 from tapeflow.framework.op_def import execute, op, record
-from tapeflow.framework.symbolic import Meta, SymbolicTensor
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.variables import Variable
 from tapeflow.framework.export import tf_export

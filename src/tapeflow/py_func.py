@@ -33,7 +33,7 @@ from tapeflow.framework.errors import (
     InvalidArgumentError, OutOfRangeError, UnimplementedError, UnknownError,
 )
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.meta import Meta
+from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import math_ops

@@ -266,7 +266,7 @@ def test_static_sizes_keep_the_attr_form():
 
 def test_constant_value_as_shape():
     tf = tapeflow
-    from tapeflow.ops.constant_value import constant_value, constant_value_as_shape
+    from tapeflow.framework.shapes.known_values import constant_value, constant_value_as_shape
     seen = {}
 
     @tf.function(input_signature=[tf.TensorSpec([None, 3, None], tf.float32)])

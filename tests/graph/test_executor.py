@@ -162,12 +162,12 @@ def test_broadcast_inputs_are_not_reused():
 # -- donated inputs and pass-through ops (Notes [donated inputs], [pass-through ops]) -----------------
 
 from tapeflow.framework.op_def import execute, op            # noqa: E402
-from tapeflow.ops import shape_fns                            # noqa: E402
+from tapeflow.framework.shapes import shape_rules
 
 _DONATED = []
 
 
-@op("TestDoublesDonated", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_fns.unchanged_shapes,
+@op("TestDoublesDonated", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_rules.unchanged_shapes,
     unknown_rank=True, donates=True)
 def _doubles(*xs, donated=()):
     """2 x for each input: donated inputs doubled where they are."""

@@ -193,10 +193,10 @@ def test_lanes_run_in_other_threads():
 
 
 from tapeflow.framework.op_def import execute, op      # noqa: E402
-from tapeflow.ops import shape_fns                      # noqa: E402
+from tapeflow.framework.shapes import shape_rules
 
 
-@op("TestLaneHalves", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True,
+@op("TestLaneHalves", same_dtype=False, num_outputs=-1, shape=shape_rules.unchanged_shapes, unknown_rank=True,
     donates=True)
 def _halves(*xs, donated=()):
     """x / 2 for each input, in place when donated (a pure op that donates, for the lane rules)."""

@@ -6,7 +6,7 @@ from tapeflow.distribute.distribute_lib import get_strategy, has_strategy, in_cr
 from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.symbolic import SymbolicTensor as _Symbolic
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, reduction_ops
 

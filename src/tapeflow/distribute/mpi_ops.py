@@ -35,10 +35,11 @@ import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.meta import Meta
+from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import batching, grad_util, shape_fns
+from tapeflow.ops import batching, grad_util
+from tapeflow.framework.shapes import shape_rules
 
 
 def _rows_free(*xs, **_):
@@ -50,7 +51,7 @@ def _scattered(*xs, n, **_):
     return _rows_free(*xs[:n])
 
 
-@op("MpiAllReduce", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_fns.unchanged_shapes,
+@op("MpiAllReduce", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_rules.unchanged_shapes,
     unknown_rank=True, jvp=LINEAR, batch=batching.PASSING, donates=True)
 def _mpi_all_reduce(*xs, group, names, checked, pack_bytes, donated=()):
     return tuple(group.all_reduce(xs, names, checked, pack_bytes, donated))
@@ -99,7 +100,7 @@ def _mpi_reduce_scatter_grad(op, *dys):
     return list(gathered) + [None] * n
 
 
-@op("MpiBroadcast", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_fns.unchanged_shapes,
+@op("MpiBroadcast", same_dtype=False, num_outputs=-1, stateful=True, shape=shape_rules.unchanged_shapes,
     unknown_rank=True, differentiable=False, batch=batching.PASSING)
 def _mpi_broadcast(*xs, group, root, names, checked):
     return tuple(group.broadcast(xs, root, names, checked))

@@ -4,7 +4,7 @@ An op is declared once, in its family's module: its kernel, dtype and shape
 rules and other properties in the declaration, its gradient (with what the
 gradient reads) beside it::
 
-    @op("Exp", dtypes=FLOATING, shape=shape_fns.unchanged_shape, unknown_rank=True)
+    @op("Exp", dtypes=FLOATING, shape=shape_rules.unchanged_shape, unknown_rank=True)
     def exp(x):
         return np.exp(x)
 
@@ -23,7 +23,7 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.meta import Meta
+from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.export import call_named
@@ -56,11 +56,11 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   shape_fn        the static shape rule: `rule(*input_metas, **attrs) -> [Meta]`, the
 #                   way TensorFlow's C++ shape function works (unknown dims are None).
 #   shape_reads_inputs  the shape rule gets the input tensors instead of their Metas
-#                   (to read the known entries of size tensors: ops/constant_value).
+#                   (to read the known entries of size tensors: framework/shapes/known_values).
 #   unknown_rank    the shape rule for inputs of unknown rank (True: `shape_fn` handles
 #                   them; None: the op refuses them, Note [unknown rank] in
-#                   framework/symbolic.py).
-#   value_rule      partial constant evaluation of the op in a graph (ops/constant_value).
+#                   framework/shapes/symbolic_tensors.py).
+#   value_rule      partial constant evaluation of the op in a graph (framework/shapes/known_values).
 #   grad            `grad(op, *output_grads) -> input grads`: None when none is
 #                   declared, NOT_DIFFERENTIABLE for ops whose inputs get None.
 #   grad_reads_inputs   True when the gradient reads every input's value, else the

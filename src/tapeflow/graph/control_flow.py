@@ -25,7 +25,8 @@ from tapeflow.graph.graph import Meta, SymbolicTensor, known_rank
 from tapeflow.ops import gradient_rules
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, scatter_ops, shape_tensors
+from tapeflow.ops import array_ops, scatter_ops
+from tapeflow.ops.core import size_inputs
 
 def _trainable(t):
     return t._value.dtype in dtypes.TRAINABLE_NP
@@ -268,7 +269,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     size = batching.batch_size_of(pred)
     out = []
     for x, y in zip(a, b):
-        dims = [size] + shape_tensors.dims_of(x)[1:]
+        dims = [size] + size_inputs.dims_of(x)[1:]
         shape = tuple(dims) if all(isinstance(d, int) for d in dims) else array_ops.stack(
             [math_ops.cast(d, dtypes.int32) for d in dims])
         out.append(scatter_ops.tensor_scatter_nd_update(scatter_ops.scatter_nd(taken, x, shape), other, y))

@@ -6,7 +6,7 @@ stateful op) to `Graph.create_op` instead of running its kernel.  Ops whose
 inputs are all eager constants still run at once: the graph never sees them
 (constant folding at build time).
 
-The Operation's outputs are symbolic tensors (framework/symbolic.py) whose
+The Operation's outputs are symbolic tensors (framework/shapes/symbolic_tensors.py) whose
 static shapes come from the op's declared shape rule (`infer_metas`); no
 kernel runs while a graph is built.
 """
@@ -18,7 +18,7 @@ from tapeflow.framework.context import default_session, state
 from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import _next_id
-from tapeflow.framework.symbolic import (  # noqa: F401  (graph code and tests reach them here too)
+from tapeflow.framework.shapes.symbolic_tensors import (  # noqa: F401  (graph code and tests reach them here too)
     Meta, SymbolicTensor, _const, const, is_static, known_rank, unknown_rank_error,
 )
 from tapeflow.framework.export import tf_export
@@ -111,7 +111,7 @@ def infer_metas(op_def, inputs, attrs):
     declares `shape_reads_inputs` (to read the known entries of size inputs).
     No kernel runs (Note [no kernels at trace] in ops/gradient_rules.py).  An
     input of unknown rank is handled by the op's `unknown_rank` rule, or raises
-    ValueError (Note [unknown rank] in framework/symbolic.py).
+    ValueError (Note [unknown rank] in framework/shapes/symbolic_tensors.py).
     """
     for t in inputs:
         if t._value.shape is None:

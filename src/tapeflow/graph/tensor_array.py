@@ -18,7 +18,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.symbolic import Meta
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.ops import gradient_rules
 from tapeflow.ops import array_ops
 

@@ -3,7 +3,7 @@ clip_by_norm, and `newaxis`.
 
 Index-like arguments (shapes, permutations, axes, multiples) are static attrs
 of the ops; in graphs, sizes known only when the graph runs are int tensor
-inputs instead (see `shape_tensors`, Note [size inputs]).  Each gradient is
+inputs instead (see `ops/core/size_inputs`, Note [size inputs]).  Each gradient is
 written with tapeflow ops, so it can be differentiated again, and reads no
 input value it does not need (Note [static shapes in gradients] in grad_util).
 The tensor constructors live in `constructor_ops`, joins, splits and pads in
@@ -19,11 +19,13 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.symbolic import Meta, known_rank
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import batching, shape_fns, shape_tensors
-from tapeflow.ops.constant_value import identity_value
+from tapeflow.ops import batching
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import identity_value
 from tapeflow.ops.grad_util import reshape_like, unbroadcast
 
 # The constructors and shape queries (`constructor_ops`) stay reachable as
@@ -45,12 +47,12 @@ def _shape_str(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-_shape_error = shape_fns.shape_error      # Note [build-time shape errors] in ops/shape_fns.py
+_shape_error = shape_rules.shape_error      # Note [build-time shape errors] in framework/shapes/shape_rules.py
 
 
 def _axis_attr(axis, rank_, op_type, what="axis"):
     """An int axis in [-rank, rank) made non-negative; InvalidArgumentError otherwise (ValueError
-    while a graph is built: Note [build-time shape errors] in ops/shape_fns.py)."""
+    while a graph is built: Note [build-time shape errors] in framework/shapes/shape_rules.py)."""
     if isinstance(axis, Tensor):
         axis = axis._value
     axis = int(axis)
@@ -61,8 +63,8 @@ def _axis_attr(axis, rank_, op_type, what="axis"):
 
 # -- identity and stop_gradient -------------------------------------------------
 
-# Note [unknown rank] in framework/symbolic.py: the identities take inputs of unknown rank.
-@op("Identity", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, value_rule=identity_value,
+# Note [unknown rank] in framework/shapes/symbolic_tensors.py: the identities take inputs of unknown rank.
+@op("Identity", same_dtype=False, shape=shape_rules.unchanged_shape, unknown_rank=True, value_rule=identity_value,
     accepts_indexed_slices=True, batch=batching.ELEMENTWISE, jvp=LINEAR)
 def _identity(x):
     return x
@@ -79,7 +81,7 @@ def identity(input, name=None):  # noqa: A002
     return execute(_identity, (convert_to_tensor(input),), {})
 
 
-@op("IdentityN", same_dtype=False, num_outputs=-1, shape=shape_fns.unchanged_shapes, unknown_rank=True,
+@op("IdentityN", same_dtype=False, num_outputs=-1, shape=shape_rules.unchanged_shapes, unknown_rank=True,
     accepts_indexed_slices=True, batch=batching.PASSING)
 def _identity_n(*xs):
     return xs
@@ -97,7 +99,7 @@ def identity_n(input, name=None):  # noqa: A002
     return list(execute(_identity_n, [convert_to_tensor(v) for v in values], {}))
 
 
-@op("StopGradient", same_dtype=False, shape=shape_fns.unchanged_shape, unknown_rank=True, differentiable=False,
+@op("StopGradient", same_dtype=False, shape=shape_rules.unchanged_shape, unknown_rank=True, differentiable=False,
     value_rule=identity_value, batch=batching.ELEMENTWISE)
 def _stop_gradient(x):
     return x
@@ -162,11 +164,11 @@ def _reshape_shape(x, shape):
     unknown length gives an unknown rank; an input of unknown rank, only the
     known sizes of `shape` (Note [unknown rank]).
     """
-    if shape_tensors.unknown_length(shape):
-        return [shape_tensors.meta(None, x._value.dtype)]
-    out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "Reshape"), "Reshape")
+    if size_inputs.unknown_length(shape):
+        return [size_inputs.meta(None, x._value.dtype)]
+    out = size_inputs.output_dims(size_inputs.vector(shape, "shape", "Reshape"), "Reshape")
     if x._value.shape is None:
-        return [shape_tensors.meta(out, x._value.dtype)]
+        return [size_inputs.meta(out, x._value.dtype)]
     in_shape = tuple(x._value.shape)
     out_known, out_unknown = _known_count(out)
     in_known, in_unknown = _known_count(in_shape)
@@ -184,7 +186,7 @@ def _reshape_shape(x, shape):
             raise ValueError(f"Cannot reshape a tensor of shape {list(in_shape)} to shape {out} [Op:Reshape]")
         elif in_unknown and out_unknown and in_known == out_known:
             out[out_unknown[0]] = in_shape[in_unknown[0]]
-    return [shape_tensors.meta(out, x._value.dtype)]
+    return [size_inputs.meta(out, x._value.dtype)]
 
 
 def _known_count(dims):
@@ -241,11 +243,11 @@ def reshape(tensor, shape, name=None):
     x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
     if type(shape) is tuple and not state.graphs:
         return execute(_reshape, (x,), {"shape": shape})
-    new_shape = shape_tensors.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape", eager_scalar=True))
+    new_shape = size_inputs.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape", eager_scalar=True))
     if isinstance(new_shape, Tensor):
         return execute(_reshape, (x, new_shape), {})
     if not state.graphs:                                # graphs: the shape rule's count check first
-        shape_fns.check_rank(len(new_shape), "Reshape")
+        shape_rules.check_rank(len(new_shape), "Reshape")
     return execute(_reshape, (x,), {"shape": new_shape})
 
 
@@ -346,7 +348,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002
     if axes.size != 1:
         raise _shape_error("ExpandDims", "'dim' must be a tensor with a single value")
     rank_ = known_rank(x, "ExpandDims")
-    shape_fns.check_rank(rank_ + 1, "ExpandDims")
+    shape_rules.check_rank(rank_ + 1, "ExpandDims")
     a = int(axes.reshape(()))
     if not -rank_ - 1 <= a <= rank_:
         raise _shape_error("ExpandDims", f"Tried to expand dim index {a} for tensor with {rank_} dimensions.")
@@ -356,9 +358,9 @@ def expand_dims(input, axis, name=None):  # noqa: A002
 def _broadcast_to_shape(x, shape):
     """Static shape in graphs: the known sizes of `shape`, and x's sizes above 1 where those are unknown
     (an unknown rank when `shape` has unknown length: Note [unknown rank])."""
-    if shape_tensors.unknown_length(shape):
-        return [shape_tensors.meta(None, x._value.dtype)]
-    out = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "BroadcastTo"), "BroadcastTo")
+    if size_inputs.unknown_length(shape):
+        return [size_inputs.meta(None, x._value.dtype)]
+    out = size_inputs.output_dims(size_inputs.vector(shape, "shape", "BroadcastTo"), "BroadcastTo")
     in_shape = () if x._value.shape is None else tuple(x._value.shape)
     if len(in_shape) > len(out):
         raise ValueError(f"Shape must be at most rank {len(out)} but is rank {len(in_shape)}: cannot broadcast "
@@ -369,7 +371,7 @@ def _broadcast_to_shape(x, shape):
             if out[-i] not in (None, d):
                 raise ValueError(f"Incompatible shapes: {list(in_shape)} vs. {out} [Op:BroadcastTo]")
             out[-i] = d
-    return [shape_tensors.meta(out, x._value.dtype)]
+    return [size_inputs.meta(out, x._value.dtype)]
 
 
 @op("BroadcastTo", same_dtype=False, shape=_broadcast_to_shape, shape_reads_inputs=True, unknown_rank=True,
@@ -402,11 +404,11 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
       ValueError: in graphs, sizes known while building that are not compatible.
     """
     x = convert_to_tensor(input)
-    dims = shape_tensors.ints_or_tensor(shape, "shape", "BroadcastTo", _int_input("BroadcastTo"))
+    dims = size_inputs.ints_or_tensor(shape, "shape", "BroadcastTo", _int_input("BroadcastTo"))
     if isinstance(dims, Tensor):
         return execute(_broadcast_to, (x, dims), {})
     if not state.graphs:                                # graphs: the shape rule's checks first
-        shape_fns.check_rank(len(dims), "BroadcastTo")
+        shape_rules.check_rank(len(dims), "BroadcastTo")
     return execute(_broadcast_to, (x,), {"shape": dims})
 
 
@@ -464,11 +466,11 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
 def _tile_shape(x, multiples):
     """In graphs: each size times its multiple (unknown when either is, but 0 and 1 times are known)."""
     shape = tuple(x._value.shape)
-    reps = shape_tensors.vector(multiples, "multiples", "Tile")
+    reps = size_inputs.vector(multiples, "multiples", "Tile")
     if len(reps) != len(shape):
         raise ValueError(f"Expected multiples argument to be a vector of length {len(shape)} but got length "
                          f"{len(reps)} [Op:Tile]")
-    return [shape_tensors.meta([_times(d, m) for d, m in zip(shape, reps)], x._value.dtype)]
+    return [size_inputs.meta([_times(d, m) for d, m in zip(shape, reps)], x._value.dtype)]
 
 
 def _times(d, m):
@@ -504,8 +506,8 @@ def _tile_grad(op, dy):
         split = tuple(-1 if d is None else d for d in split)   # one unknown dimension (and no 0): reshape infers it
     else:                                               # sizes known when the graph runs
         sizes = op.inputs[1] if len(op.inputs) == 2 else None
-        reps = list(op.get_attr("multiples")) if sizes is None else shape_tensors.entries(sizes, len(shape))
-        dims = shape_tensors.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
+        reps = list(op.get_attr("multiples")) if sizes is None else size_inputs.entries(sizes, len(shape))
+        dims = size_inputs.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
         split = [v for pair in zip(reps, dims, strict=True) for v in pair]
     summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
     dx = _reshape_to_input(summed, x)
@@ -521,7 +523,7 @@ def tile(input, multiples, name=None):  # noqa: A002
       ValueError: in graphs, a `multiples` tensor not of length rank.
     """
     x = convert_to_tensor(input)
-    reps = shape_tensors.ints_or_tensor(multiples, "multiples", "Tile", _int_input("Tile"))
+    reps = size_inputs.ints_or_tensor(multiples, "multiples", "Tile", _int_input("Tile"))
     if isinstance(reps, Tensor):
         return execute(_tile, (x, reps), {})
     if len(reps) != known_rank(x, "Tile"):
@@ -533,7 +535,7 @@ def tile(input, multiples, name=None):  # noqa: A002
     return execute(_tile, (x,), {"multiples": reps})
 
 
-@op("ReverseV2", same_dtype=False, shape=shape_fns.unchanged_shape, jvp=LINEAR)
+@op("ReverseV2", same_dtype=False, shape=shape_rules.unchanged_shape, jvp=LINEAR)
 def _reverse(x, axis):
     return np.flip(x, axis) if axis else x
 

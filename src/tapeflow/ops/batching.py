@@ -36,7 +36,7 @@ import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import OperatorNotAllowedInGraphError
-from tapeflow.framework.meta import Meta
+from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, record
 from tapeflow.framework.tensor import Tensor
 

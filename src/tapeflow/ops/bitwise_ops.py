@@ -12,7 +12,7 @@ import numpy as np
 
 from tapeflow.framework.dtypes import INTEGER_TYPES
 from tapeflow.framework.export import tf_export
-from tapeflow.ops.shape_fns import binary_op, unary_op
+from tapeflow.ops.core.presets import binary_op, unary_op
 
 
 @tf_export("bitwise.bitwise_and")

@@ -5,7 +5,7 @@ Constructors from Python values make constants; `fill` is differentiable in
 its value, `linspace` (built from ops) in its start and stop, and `range` is
 not differentiable, all as in TensorFlow.  In graphs, `zeros`, `ones` and
 `fill` of a shape known only when the graph runs are "Fill" ops taking the
-shape as an int tensor input (Note [size inputs] in `shape_tensors`).
+shape as an int tensor input (Note [size inputs] in `ops/core/size_inputs`).
 """
 
 import builtins
@@ -20,9 +20,11 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
-from tapeflow.ops.constant_value import constant_value, shape_value, size_value
-from tapeflow.framework.symbolic import Meta, SymbolicTensor, known_rank
-from tapeflow.ops import batching, shape_fns, shape_tensors
+from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
+from tapeflow.ops import batching
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, math_ops
@@ -44,7 +46,7 @@ def _int_list(value, what, input_of=None, convert="input", eager_scalar=False):
     if input_of is not None:
         array = int_input(value, what, input_of, convert)
         if array.ndim != 1 and not (array.ndim == 0 and eager_scalar and not state.graphs):
-            raise shape_fns.shape_error(input_of, f"`{what}` must be 1-D, got shape {list(array.shape)}")
+            raise shape_rules.shape_error(input_of, f"`{what}` must be 1-D, got shape {list(array.shape)}")
         return tuple(array.reshape(-1).tolist())
     if isinstance(value, TensorShape):
         value = value.as_list()
@@ -110,7 +112,7 @@ def int_entries(entries, what):
 # strings are TypeError eagerly too); "any", a conversion without a dtype (split:
 # floats, NumPy floats and an empty list keep a float dtype, then fail the dtype
 # check).  A wrong rank after conversion is the op's shape check
-# (`shape_fns.shape_error`, Note [build-time shape errors]).
+# (`shape_rules.shape_error`, Note [build-time shape errors]).
 
 _MIXED = "Can't convert Python sequence with mixed types to Tensor."
 
@@ -121,7 +123,7 @@ def int_input(value, what, op_type, convert="input"):
 
     Raises:
       TypeError: a symbolic tensor whose value is known only when the graph runs (the
-        caller may take it as an input: `shape_tensors.ints_or_tensor`), or TF's TypeErrors.
+        caller may take it as an input: `size_inputs.ints_or_tensor`), or TF's TypeErrors.
       ValueError, InvalidArgumentError: TF's conversion and dtype errors (see the note).
     """
     if type(value) in (list, tuple) and value and all(type(v) is int for v in value):
@@ -210,7 +212,7 @@ def int_input_error(kind, what, op_type):
 
 
 def _int_input(op_type, convert="input", eager_scalar=False):
-    """`_int_list` for an int tensor input of `op_type` (for `shape_tensors.ints_or_tensor`)."""
+    """`_int_list` for an int tensor input of `op_type` (for `size_inputs.ints_or_tensor`)."""
     return lambda value, what: _int_list(value, what, op_type, convert, eager_scalar)
 
 
@@ -227,12 +229,12 @@ def _dims(shape, op_type="Fill", convert="int32", vector_only=False):
         raise ValueError(f"Cannot make a tensor of the partly unknown shape {shape}; give every dimension.")
     array = int_input(shape, "shape", op_type, convert)
     if array.ndim > 1 or (vector_only and array.ndim == 0 and state.graphs):
-        raise shape_fns.shape_error(op_type, f"dims must represent a vector, got shape {list(array.shape)}")
+        raise shape_rules.shape_error(op_type, f"dims must represent a vector, got shape {list(array.shape)}")
     dims = tuple(array.reshape(-1).tolist())
-    shape_fns.check_rank(len(dims), op_type)
+    shape_rules.check_rank(len(dims), op_type)
     for d in dims:
         if d < 0:
-            raise shape_fns.shape_error(op_type, f"Dimension {d} must be >= 0")
+            raise shape_rules.shape_error(op_type, f"Dimension {d} must be >= 0")
     return dims
 
 
@@ -242,9 +244,9 @@ def _shape_dims(shape, convert="int32", vector_only=False):
     try:
         return _dims(shape, "Fill", convert, vector_only)
     except TypeError:
-        if not shape_tensors.has_symbolic(shape):
+        if not size_inputs.has_symbolic(shape):
             raise
-    dims = shape_tensors.sizes_or_tensor(shape, "shape", "Fill")
+    dims = size_inputs.sizes_or_tensor(shape, "shape", "Fill")
     if not isinstance(dims, Tensor):
         return _dims(dims if vector_only else np.atleast_1d(dims), "Fill")
     if dims._value.ndim == 0 and not vector_only:        # a scalar size: a vector of one
@@ -283,10 +285,10 @@ def ones(shape, dtype=dtypes.float32, name=None):
 
 def _fill_shape(value, dims):
     """In graphs: the known sizes of `dims` (unknown rank when its length is unknown)."""
-    if shape_tensors.unknown_length(dims):
-        return [shape_tensors.meta(None, value._value.dtype)]
-    known = shape_tensors.output_dims(shape_tensors.vector(dims, "dims", "Fill"), "Fill")
-    return [shape_tensors.meta(known, value._value.dtype)]
+    if size_inputs.unknown_length(dims):
+        return [size_inputs.meta(None, value._value.dtype)]
+    known = size_inputs.output_dims(size_inputs.vector(dims, "dims", "Fill"), "Fill")
+    return [size_inputs.meta(known, value._value.dtype)]
 
 
 @op("Fill", same_dtype=False, shape=_fill_shape, shape_reads_inputs=True)
@@ -323,7 +325,7 @@ def fill(dims, value, name=None):
     shape_ = _shape_dims(dims, "input", vector_only=True)
     value = convert_to_tensor(value)
     if value._value.ndim:
-        raise shape_fns.shape_error("Fill", f"value must be a scalar, got shape {list(value._value.shape)}")
+        raise shape_rules.shape_error("Fill", f"value must be a scalar, got shape {list(value._value.shape)}")
     if isinstance(shape_, Tensor):
         return execute(_fill, (value, shape_), {})
     return execute(_fill, (value,), {"dims": shape_})
@@ -516,7 +518,7 @@ def meshgrid(*args, **kwargs):
     if indexing not in ("xy", "ij"):
         raise ValueError("Argument `indexing` parameter must be either 'xy' or 'ij', got '{}'".format(indexing))
     xs = [array_ops.reshape(convert_to_tensor(a), (-1,)) for a in args]
-    sizes = [shape_tensors.dims_of(x)[0] for x in xs]     # in graphs, unknown sizes are read at run time
+    sizes = [size_inputs.dims_of(x)[0] for x in xs]     # in graphs, unknown sizes are read at run time
     n = len(xs)
     if indexing == "xy" and n > 1:
         sizes[0], sizes[1] = sizes[1], sizes[0]
@@ -546,7 +548,7 @@ def _any_tensor(x):
     return x if isinstance(x, (Tensor, Variable)) else convert_to_tensor(x)
 
 
-# Note [unknown rank] in framework/symbolic.py: the queries take tensors of unknown rank.
+# Note [unknown rank] in framework/shapes/symbolic_tensors.py: the queries take tensors of unknown rank.
 @op("Shape", same_dtype=False, shape=lambda x, out_type: [Meta((x.ndim,), np.dtype(out_type))],
     unknown_rank=True, differentiable=False, value_rule=shape_value)
 def _shape(x, out_type):

@@ -22,9 +22,10 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
-from tapeflow.framework.symbolic import known_rank
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, shape_tensors
+from tapeflow.ops import array_ops
+from tapeflow.ops.core import size_inputs
 from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
 from tapeflow.ops import half
@@ -182,13 +183,13 @@ def _conv_shape(x, w, strides, padding, dilations):
     if len(xs) != rank or len(ws) != rank or (xs[-1] is not None and ws[-2] is not None):
         _check_conv(xs, ws, rank)
     sizes = _windowed_sizes(xs[1:-1], ws[:-2], strides, dilations, padding)
-    return [shape_tensors.meta((xs[0], *sizes, ws[-1]), x.dtype)]
+    return [size_inputs.meta((xs[0], *sizes, ws[-1]), x.dtype)]
 
 
 # Note [sizes inputs]: the backprop ops of convolutions and AvgPoolGrad take the
 # shape of their output as an int32 input, as in TensorFlow.  When it is only
 # known when a graph runs (`tf.shape(x)`), the static output shape has the entries
-# known while building (ops/constant_value); the rules get the input tensors
+# known while building (framework/shapes/known_values); the rules get the input tensors
 # (`shape_reads_inputs`).
 
 def _shape_from_sizes(index, dtype_index, rank, what, batch_from=None):
@@ -196,12 +197,12 @@ def _shape_from_sizes(index, dtype_index, rank, what, batch_from=None):
     `batch_from`, the batch size is that input's first dim instead (TF's Conv2DBackpropInput)."""
     def shape_fn(*inputs, **_):
         sizes = inputs[index]
-        dims = shape_tensors.output_dims(shape_tensors.vector(sizes, what, "conv"), "conv")
+        dims = size_inputs.output_dims(size_inputs.vector(sizes, what, "conv"), "conv")
         if len(dims) != rank:
             raise ValueError(f"`{what}` must hold {rank} values, got {len(dims)}.")
         if batch_from is not None:
             dims[0] = inputs[batch_from]._value.shape[0]
-        return [shape_tensors.meta(dims, inputs[dtype_index]._value.dtype)]
+        return [size_inputs.meta(dims, inputs[dtype_index]._value.dtype)]
     return shape_fn
 
 
@@ -415,7 +416,7 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if not batched[2]:                              # B inputs: B*C filter inputs
             dw = execute(backprop_filter, (_merge(x, n + 1), _scaled(sizes, n, size), dy), attrs)
             return _split(dw, n, size, _dims(x)[-1]), True
-        from tapeflow.ops.constant_value import constant_value
+        from tapeflow.framework.shapes.known_values import constant_value
         known = constant_value(sizes)                   # both: windows times each example's gradient
         if known is None:
             raise batching.NotBatchable
@@ -580,13 +581,13 @@ def _convolve(conv_op, n, input, filters, strides, padding, data_format, dilatio
     shape = x._value.shape
     batch = None
     if not cf and len(shape) > n + 2:    # extra leading batch dimensions
-        dims = shape_tensors.dims_of(x)  # ints, or scalar tensors for sizes known when a graph runs
+        dims = size_inputs.dims_of(x)  # ints, or scalar tensors for sizes known when a graph runs
         batch = dims[:-n - 1]
         x = array_ops.reshape(x, [-1] + dims[-n - 1:])
     y = execute(conv_op, (_to_channels_last(x, cf) if len(shape) == n + 2 else x, w),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     if batch is not None:
-        return array_ops.reshape(y, batch + shape_tensors.dims_of(y)[1:])
+        return array_ops.reshape(y, batch + size_inputs.dims_of(y)[1:])
     return _from_channels_last(y, cf)
 
 
@@ -695,9 +696,9 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
     dilations = _spatial(dilations, "dilations", 2, cf, "Conv2DBackpropInput", default=1)
     _check_positive(strides, "Row and column strides", "Conv2DBackpropInput")
     padding = _padding(padding, 2, cf, "Conv2DBackpropInput")
-    known = shape_tensors.sizes_or_tensor(output_shape, "output_shape", "Conv2DBackpropInput")
+    known = size_inputs.sizes_or_tensor(output_shape, "output_shape", "Conv2DBackpropInput")
     if isinstance(known, Tensor):        # graphs: sizes read when the graph runs (Note [sizes inputs])
-        count = shape_tensors.vector(known, "output_shape", "Conv2DBackpropInput")
+        count = size_inputs.vector(known, "output_shape", "Conv2DBackpropInput")
         sizes = known
     else:
         value = output_shape if known is None else known
@@ -751,7 +752,7 @@ def _pool_shape(x, *_, ksize, strides, padding):
     xs = tuple(x.shape)
     if len(xs) != 4:
         raise ValueError(f"pooling input must be 4-dimensional [N, H, W, C], got shape {list(xs)}")
-    return [shape_tensors.meta((xs[0], *_windowed_sizes(xs[1:3], ksize, strides, _NO_DILATION, padding), xs[3]),
+    return [size_inputs.meta((xs[0], *_windowed_sizes(xs[1:3], ksize, strides, _NO_DILATION, padding), xs[3]),
                                x.dtype)]
 
 
@@ -759,7 +760,7 @@ def _max_pool_grad_shape(x, *_, **__):
     """x's shape, of rank 4 (TF's UnchangedShapeWithRank 4)."""
     if len(x.shape) != 4:
         raise ValueError(f"MaxPoolGrad input must be 4-dimensional [N, H, W, C], got shape {list(x.shape)}")
-    return [shape_tensors.meta(x.shape, x.dtype)]
+    return [size_inputs.meta(x.shape, x.dtype)]
 
 
 @op("MaxPool", dtypes=REAL_TYPES, shape=_pool_shape)

@@ -20,7 +20,7 @@ from tapeflow.ops.linalg_ops import (
     LAPACK_TYPES, MATRIX_BATCH, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
     safe_reciprocal, triangular_solve,
 )
-from tapeflow.ops.matrix_shapes import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
+from tapeflow.framework.shapes.matrix_shape_rules import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
 
 Qr = collections.namedtuple("Qr", ["q", "r"])
 

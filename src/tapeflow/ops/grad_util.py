@@ -1,7 +1,7 @@
 """Helpers shared by gradient rules: the one place broadcasting is undone.
 
 Shapes are static tuples; in graphs they may hold None (unknown until run
-time), or be None (unknown rank, Note [unknown rank] in framework/symbolic.py).  Then
+time), or be None (unknown rank, Note [unknown rank] in framework/shapes/symbolic_tensors.py).  Then
 the shape-of ops below take the tensor whose shape is wanted as an input and
 read it when the graph runs.
 """
@@ -11,7 +11,7 @@ import numpy as np
 from tapeflow.framework.op_def import op
 from tapeflow.ops import batching
 from tapeflow.framework.tensor import Tensor
-from tapeflow.framework.symbolic import Meta, is_static
+from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
 
 
 def _sum_to(g, shape):

@@ -1,7 +1,7 @@
 """Joins, splits and pads: `stack`, `unstack`, `concat`, `split`, `pad`.
 
 Axes and sizes are static attrs; in graphs, split sizes known only when the
-graph runs are an int tensor input (Note [size inputs] in `shape_tensors`),
+graph runs are an int tensor input (Note [size inputs] in `ops/core/size_inputs`),
 and the gradient of a concat whose sizes are unknown until then slices its
 inputs' blocks at offsets read when the graph runs.  A pad joins the input
 with constant or mirrored borders; its gradient is the inner block of `dy`
@@ -17,15 +17,16 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
-from tapeflow.framework.symbolic import Meta, known_rank
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops import batching, shape_tensors
+from tapeflow.ops import batching
+from tapeflow.ops.core import size_inputs
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
-from tapeflow.ops.constant_value import concat_value, pack_value, unpack_value
+from tapeflow.framework.shapes.known_values import concat_value, pack_value, unpack_value
 from tapeflow.ops.constructor_ops import _int_input, int_input
 from tapeflow.ops.grad_util import shape_tensor
-from tapeflow.ops import shape_fns
-from tapeflow.ops.shape_fns import merge_shapes
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.shape_rules import merge_shapes
 from tapeflow.ops import array_ops, math_ops, scatter_ops, slicing_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
 
@@ -80,7 +81,7 @@ def stack(values, axis=0, name="stack"):
             # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
     xs = convert_inputs(values, list_of="Pack")
     rank_ = known_rank(xs[0], "Pack")
-    shape_fns.check_rank(rank_ + 1, "Pack")
+    shape_rules.check_rank(rank_ + 1, "Pack")
     if not -rank_ - 1 <= axis <= rank_:
         raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
     return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
@@ -250,7 +251,7 @@ def _split_even_shape(x, num_split, axis):
         raise ValueError(f"Dimension size must be evenly divisible by {num_split} but is {n} for 'Split' "
                          f"(split_dim {axis}) [Op:Split]")
     shape[axis] = None if n is None else n // num_split
-    return [shape_tensors.meta(shape, x.dtype)] * num_split
+    return [size_inputs.meta(shape, x.dtype)] * num_split
 
 
 @op("Split", same_dtype=False, num_outputs=-1, shape=_split_even_shape, jvp=LINEAR)
@@ -282,7 +283,7 @@ def _split_sizes(sizes, n):
 def _split_shape(x, sizes, axis):
     """In graphs: the split axis gets the known sizes (all unknown unless every size is known, as in TF)."""
     shape = list(x._value.shape)
-    parts = shape_tensors.vector(sizes, "num_or_size_splits", "SplitV")
+    parts = size_inputs.vector(sizes, "num_or_size_splits", "SplitV")
     n = shape[axis]
     known = sum(p for p in parts if p not in (None, -1))
     if None in parts:
@@ -295,7 +296,7 @@ def _split_shape(x, sizes, axis):
     elif n is not None and known != n:
         raise ValueError(f"The sizes of the outputs of SplitV add up to {known}, not to the size {n} of dimension "
                          f"{axis} of the input [Op:SplitV]")
-    return [shape_tensors.meta(shape[:axis] + [p] + shape[axis + 1:], x._value.dtype) for p in parts]
+    return [size_inputs.meta(shape[:axis] + [p] + shape[axis + 1:], x._value.dtype) for p in parts]
 
 
 @op("SplitV", same_dtype=False, num_outputs=-1, shape=_split_shape, shape_reads_inputs=True, jvp=LINEAR)
@@ -356,7 +357,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument to split (give an "
                          f"int or a list of sizes). Argument provided: {splits}")
     # sizes are converted without a dtype: floats fail the dtype check (Note [int inputs])
-    sizes = shape_tensors.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV", "any"))
+    sizes = size_inputs.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV", "any"))
     if isinstance(sizes, Tensor):
         return _split_dynamic(x, sizes, axis, num)
     sizes = list(sizes)
@@ -394,12 +395,12 @@ def _split_dynamic(x, sizes, axis, num):
 def _padded_shape(x, paddings, sign, op_type):
     """In graphs: each size plus (sign 1) or minus (-1) its paddings, unknown unless all three are known."""
     shape = tuple(x._value.shape)
-    rows = shape_tensors.matrix(paddings, "paddings", op_type)
+    rows = size_inputs.matrix(paddings, "paddings", op_type)
     if len(rows) != len(shape) or any(len(r) != 2 for r in rows):
         raise ValueError(f"The first dimension of paddings must be the rank of inputs: paddings of shape "
                          f"[{len(rows)}, 2] for an input of shape {list(shape)} [Op:{op_type}]")
     dims = [None if d is None or b is None or a is None else d + sign * (b + a) for d, (b, a) in zip(shape, rows)]
-    return [shape_tensors.meta(dims, x._value.dtype)]
+    return [size_inputs.meta(dims, x._value.dtype)]
 
 
 def _pad_shape(x, constant_values, paddings):
@@ -556,7 +557,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
     known_rank(x, op_type)
     if state.graphs:
-        known = shape_tensors.sizes_or_tensor(paddings, "paddings", op_type)
+        known = size_inputs.sizes_or_tensor(paddings, "paddings", op_type)
         if isinstance(known, Tensor):
             return _pad_dynamic(x, known, mode, constant_values)
         paddings = paddings if known is None else known

@@ -21,11 +21,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.symbolic import known_rank
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, batching, constructor_ops, math_ops, shape_tensors
+from tapeflow.ops import array_ops, batching, constructor_ops, math_ops
+from tapeflow.ops.core import size_inputs
 from tapeflow.ops.grad_util import binary_grads, zeros_of
-from tapeflow.ops.matrix_shapes import (
+from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
     square_matrix_shape,
 )
@@ -535,7 +536,7 @@ def _solve_columns(a, b, adjoint):
     """A shared matrix against a batch of right-hand sides [B, ..., M, K]: one solve of the examples'
     columns side by side, [..., M, B * K] (one factorization)."""
     n = b._value.ndim - 1                               # the example rank
-    dims = tuple(shape_tensors.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
+    dims = tuple(size_inputs.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
     cols = array_ops._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
     out = execute(_matrix_solve, (a, array_ops.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
     out = array_ops.reshape(out, dims[1:n] + (dims[0], dims[n]))

@@ -24,7 +24,7 @@ from tapeflow.framework import dtypes, sparse_tensor
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.symbolic import Meta
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import convert_to_tensor, is_tensor
 
 _STRING = dtypes.string._np

@@ -7,7 +7,7 @@ only, so they can be differentiated again.  The rest of the family lives in
 arg-reductions, scans, top_k) and `segment_ops`; this module re-exports them,
 so `math_ops.<name>` reaches every op of `tf.math`.
 
-Ops are declared with the family presets of `shape_fns` (`unary_op`,
+Ops are declared with the family presets of `ops/core/presets` (`unary_op`,
 `binary_op`, `comparison_op`, `reduction_op`): each declaration carries the
 op's static shape and dtype rule (inputs of unknown rank included), so no
 kernel runs while a graph is built, and its `def_grad` says which input and
@@ -28,11 +28,12 @@ from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute, op, raise_type_mismatch
-from tapeflow.ops.constant_value import cast_value
-from tapeflow.framework.symbolic import is_static
+from tapeflow.framework.shapes.known_values import cast_value
+from tapeflow.framework.shapes.symbolic_tensors import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import batching, shape_fns
-from tapeflow.ops.shape_fns import binary_op, comparison_op, unary_op
+from tapeflow.ops import batching
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 from tapeflow.ops import half
 
@@ -450,7 +451,7 @@ def _convert_like(value, other):
 
 # -- add_n -------------------------------------------------------------------
 
-@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_fns.add_n_shape, unknown_rank=True, batch=batching.SAME_SHAPE,
+@op("AddN", dtypes=NUMERIC_TYPES, shape=shape_rules.add_n_shape, unknown_rank=True, batch=batching.SAME_SHAPE,
     jvp=LINEAR)
 def _add_n(*xs):
     out = np.add(xs[0], xs[1]) if len(xs) > 1 else np.array(xs[0], copy=True)
@@ -486,8 +487,8 @@ def add_n(inputs, name=None):
     for i, t in enumerate(ts[1:], 1):
         if t._value.dtype != dtype:                      # types first, as TF's op builder checks them
             raise_type_mismatch("AddN", i, dtype, t._value.dtype)
-        if t._value.shape != shape and not shape_fns.compatible(t._value.shape, shape):
-            raise shape_fns.shape_error("AddN", f"Inputs to operation AddN of type AddN must have the same size "
+        if t._value.shape != shape and not shape_rules.compatible(t._value.shape, shape):
+            raise shape_rules.shape_error("AddN", f"Inputs to operation AddN of type AddN must have the same size "
                                         f"and shape.  Input 0: {list(shape)} != input {i}: {list(t._value.shape)}")
     return execute(_add_n, ts, {})
 
@@ -526,7 +527,7 @@ def conj(x, name=None):
     return x
 
 
-@unary_op("Real", dtypes=dtypes.COMPLEX_TYPES, shape=shape_fns.unary_real_shape)
+@unary_op("Real", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _real(x):
     return np.real(x)
 
@@ -536,7 +537,7 @@ def _real_grad(op, dy):
     return complex(dy, zeros_like(dy))                # d Re z = Re dz
 
 
-@unary_op("Imag", dtypes=dtypes.COMPLEX_TYPES, shape=shape_fns.unary_real_shape)
+@unary_op("Imag", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _imag(x):
     return np.imag(x)
 
@@ -560,7 +561,7 @@ def imag(input, name=None):  # noqa: A002
     return _imag(x) if _is_complex(x) else zeros_like(x)
 
 
-@unary_op("Angle", dtypes=dtypes.COMPLEX_TYPES, shape=shape_fns.unary_real_shape)
+@unary_op("Angle", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _angle(x):
     return np.angle(x)
 
@@ -580,7 +581,7 @@ def angle(input, name=None):  # noqa: A002
     return where(x < 0, _filled_like(x, None, np.pi), zeros_like(x))
 
 
-@binary_op("Complex", dtypes=(dtypes.float32, dtypes.float64), shape=shape_fns.complex_shape)
+@binary_op("Complex", dtypes=(dtypes.float32, dtypes.float64), shape=shape_rules.complex_shape)
 def _complex(re, im):
     out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), np.complex64 if re.dtype == np.float32 else np.complex128)
     out.real = re
@@ -609,7 +610,7 @@ def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
 
 # -- casts and comparisons ----------------------------------------------------
 
-@unary_op("Cast", same_dtype=False, shape=shape_fns.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
+@unary_op("Cast", same_dtype=False, shape=shape_rules.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
 def _cast(x, DstT):
     if (x.dtype.kind == "T") != (DstT.kind == "T"):      # strings: tf.strings.as_string / to_number
         raise UnimplementedError(None, "Cast", f"Cast {_tf_name(x.dtype)} to {_tf_name(DstT)} is not supported "
@@ -677,7 +678,7 @@ for _f, _n in ((equal, "equal"), (not_equal, "not_equal"), (less, "less"), (less
 
 # -- where, zeros_like, ones_like (needed by many gradients) ----------------
 
-@op("SelectV2", same_dtype=False, shape=shape_fns.select_shape, unknown_rank=True, batch=batching.ELEMENTWISE)
+@op("SelectV2", same_dtype=False, shape=shape_rules.select_shape, unknown_rank=True, batch=batching.ELEMENTWISE)
 def _select(cond, x, y):
     return np.where(cond, x, y)
 
@@ -730,7 +731,7 @@ def _bool_condition(value):
         raise TypeError(f"Expected bool passed to parameter 'condition' of op 'SelectV2', got {value!r}.") from None
 
 
-@op("FillLike", same_dtype=False, shape=shape_fns.fill_like_shape, unknown_rank=True, differentiable=False,
+@op("FillLike", same_dtype=False, shape=shape_rules.fill_like_shape, unknown_rank=True, differentiable=False,
     batch=batching.ELEMENTWISE)
 def _fill_like(like, value, dtype):
     if value == 0:
@@ -777,7 +778,7 @@ def _matmul_jvp(inputs, outputs, attrs, tangents):
     return [terms[0] if len(terms) == 1 else add_v2(*terms)]
 
 
-@op("BatchMatMulV2", dtypes=NUMERIC_TYPES, shape=shape_fns.matmul_shape, unknown_rank=shape_fns.rank_unknown,
+@op("BatchMatMulV2", dtypes=NUMERIC_TYPES, shape=shape_rules.matmul_shape, unknown_rank=shape_rules.rank_unknown,
     fresh_outputs=True, jvp=_matmul_jvp, half=half.in_float32)
 def _matmul(a, b, transpose_a, transpose_b):
     if a.ndim < 2 or b.ndim < 2:
@@ -878,7 +879,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def _logical(type_, fn, arity):
     kernel = comparison_op(type_, dtypes=(dtypes.bool,),
-                           shape=shape_fns.compare_shape if arity == 2 else shape_fns.unary_bool_shape)(fn)
+                           shape=shape_rules.compare_shape if arity == 2 else shape_rules.unary_bool_shape)(fn)
     if arity == 1:
         def logical(x, name=None):
             return execute(kernel, (_bool_operand(x),), {})

@@ -13,13 +13,15 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.symbolic import known_rank
-from tapeflow.ops import array_ops, batching, math_ops, shape_fns, shape_tensors
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.ops import array_ops, batching, math_ops
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
 )
-from tapeflow.ops.shape_fns import static_int
+from tapeflow.framework.shapes.shape_rules import static_int
 from tapeflow.ops import half
 
 
@@ -41,7 +43,7 @@ def _softmax_hvp(logits, dbackprop):
     return (dbackprop - math_ops.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
 
 
-@op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2, shape=shape_fns.softmax_xent_shape,
+@op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2, shape=shape_rules.softmax_xent_shape,
     accepts_none=(1,), half=half.in_float32)
 def _softmax_xent(logits, labels):
     if logits.ndim != 2 or labels.ndim != 2:
@@ -90,7 +92,7 @@ def _softmax_xent_batch(xs, batched):
 
 def _unfold(t, size, dims):
     """The [B*N, ...] rows `t` as [B, N, ...] (example dims `dims`, None where unknown: read from `t`)."""
-    known = list(dims[1:]) if None not in dims[1:] else shape_tensors.dims_of(t)[1:]
+    known = list(dims[1:]) if None not in dims[1:] else size_inputs.dims_of(t)[1:]
     return array_ops.reshape(t, [size, -1 if dims[0] is None else dims[0]] + known)
 
 
@@ -108,7 +110,7 @@ def _softmax_xent_grad(op, dloss, dbackprop):
 
 
 @op("SparseSoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, same_dtype=False, num_outputs=2,
-    shape=shape_fns.sparse_softmax_xent_shape, accepts_none=(1,), fresh_outputs=True, half=half.in_float32)
+    shape=shape_rules.sparse_softmax_xent_shape, accepts_none=(1,), fresh_outputs=True, half=half.in_float32)
 def _sparse_softmax_xent(logits, labels):
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-D, but got shape {list(logits.shape)}")
@@ -137,7 +139,7 @@ def _sparse_softmax_xent_batch(xs, batched):
     size = batching.batch_size_of(xs[batched.index(True)])
     logits, labels = batching.stacked_all(xs, batched, size)
     dims = logits._value.shape[1:]
-    rows = array_ops.reshape(logits, [-1, shape_tensors.dims_of(logits)[-1] if dims[1] is None else dims[1]])
+    rows = array_ops.reshape(logits, [-1, size_inputs.dims_of(logits)[-1] if dims[1] is None else dims[1]])
     loss, backprop = execute(_sparse_softmax_xent, (rows, array_ops.reshape(labels, (-1,))), {})
     return (_unfold(loss, size, dims[:1]), _unfold(backprop, size, dims)), True
 
@@ -218,11 +220,11 @@ def _softmax_xent_unknown_dims(logits, labels):
     to [rows, classes] (a single row of labels broadcasts), the loss shaped like logits without
     the class axis."""
     xshape, lshape = logits._value.shape, labels._value.shape
-    dims = shape_tensors.dims_of(logits)
+    dims = size_inputs.dims_of(logits)
     if len(xshape) > 2 and not all(d == 1 for d in lshape[:-1]):
         same = len(lshape) == len(xshape) and all(a is not None and a == b for a, b in zip(lshape, xshape[:-1]))
         if not same:                                 # labels' batch axes broadcast to the logits' ones
-            labels = array_ops.broadcast_to(labels, dims[:-1] + shape_tensors.dims_of(labels)[-1:])
+            labels = array_ops.broadcast_to(labels, dims[:-1] + size_inputs.dims_of(labels)[-1:])
     logits2, labels2 = _as_rows(logits), _as_rows(labels)
     logits2, labels2 = _broadcast_ones(logits2, labels2), _broadcast_ones(labels2, logits2)
     loss, _ = execute(_softmax_xent, (logits2, labels2), {})
@@ -237,7 +239,7 @@ def _broadcast_ones(t, other):
     if not any(d == 1 and o is None for d, o in zip(shape, other_shape, strict=True)):
         return t
     wanted = [od if d == 1 and o is None else td for d, o, td, od in
-              zip(shape, other_shape, shape_tensors.dims_of(t), shape_tensors.dims_of(other), strict=True)]
+              zip(shape, other_shape, size_inputs.dims_of(t), size_inputs.dims_of(other), strict=True)]
     return array_ops.broadcast_to(t, wanted)
 
 
@@ -249,8 +251,8 @@ def _as_rows(t):
     if not shape:
         return array_ops.reshape(t, (1, 1))
     if all(d == 1 for d in shape[:-1]):
-        return array_ops.reshape(t, [1, shape_tensors.dims_of(t)[-1]])
-    return array_ops.reshape(t, [-1, shape_tensors.dims_of(t)[-1]])
+        return array_ops.reshape(t, [1, size_inputs.dims_of(t)[-1]])
+    return array_ops.reshape(t, [-1, size_inputs.dims_of(t)[-1]])
 
 
 def _flatten_outer(t, full):
@@ -317,17 +319,17 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     if len(lshape) != len(xshape) - 1:
         raise ValueError(f"`labels.shape.rank` must equal `logits.shape.rank - 1`. Received: labels.shape={lshape} "
                          f"of rank {len(lshape)} and logits.shape={xshape} of rank {len(xshape)}")
-    if not shape_fns.compatible(lshape, xshape[:-1]):
+    if not shape_rules.compatible(lshape, xshape[:-1]):
         raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
                          f"labels.shape={lshape} and logits.shape={xshape}")
     if len(xshape) != 2:
         logits = array_ops.reshape(logits, [-1, xshape[-1] if xshape[-1] is not None else
-                                            shape_tensors.dims_of(logits)[-1]])
+                                            size_inputs.dims_of(logits)[-1]])
         labels = array_ops.reshape(labels, (-1,))
     loss, _ = execute(_sparse_softmax_xent, (logits, labels), {})
     if len(xshape) == 2:
         return loss
-    return array_ops.reshape(loss, lshape if None not in lshape else shape_tensors.dims_of(op_labels))
+    return array_ops.reshape(loss, lshape if None not in lshape else size_inputs.dims_of(op_labels))
 
 
 # -- sigmoid cross-entropies ------------------------------------------------------
@@ -338,7 +340,7 @@ def _same_shape_pair(labels, logits, fn):
         raise ValueError(f"Both labels and logits must be provided for {fn}.")
     logits, labels = _tensor(logits), _tensor(labels)
     if (labels._value.shape != logits._value.shape
-            and not shape_fns.compatible(labels._value.shape, logits._value.shape)):
+            and not shape_rules.compatible(labels._value.shape, logits._value.shape)):
         raise ValueError(f"`logits` and `labels` must have the same shape, received "
                          f"({logits.shape} vs {labels.shape}).")
     return labels, logits
@@ -385,7 +387,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     """exp(log_input) - log_input * targets, plus Stirling's term for targets > 1 when asked."""
     log_input = _tensor(log_input)
     targets = _tensor(targets, dtype=log_input.dtype) if not isinstance(targets, Tensor) else targets
-    if targets._value.shape != log_input._value.shape and not shape_fns.compatible(targets._value.shape,
+    if targets._value.shape != log_input._value.shape and not shape_rules.compatible(targets._value.shape,
                                                                           log_input._value.shape):
         raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
     loss = math_ops.exp(log_input) - log_input * targets

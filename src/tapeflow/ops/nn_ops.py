@@ -19,12 +19,14 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.variables import Variable
-from tapeflow.ops.constant_value import constant_value
-from tapeflow.framework.symbolic import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, math_ops, random_ops, shape_fns, shape_tensors
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
+from tapeflow.ops import array_ops, math_ops, random_ops
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops import batching
 from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
-from tapeflow.ops.shape_fns import unary_op
+from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops import half
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -54,7 +56,7 @@ def _zeros_like(t):
 
 # -- rectifiers ------------------------------------------------------------------
 
-# Activations are elementwise: x's shape, of any rank (shape_fns.unary_op).  `into` writes
+# Activations are elementwise: x's shape, of any rank (presets.unary_op).  `into` writes
 # into a given buffer (Note [buffer reuse] in graph/executor.py).  Relu and ReluGrad select
 # and need no arithmetic: their half kernels work on the bits (Note [half precision]).
 
@@ -76,7 +78,7 @@ def _relu_grad_into(dy, y, out):
     return np.multiply(dy, (y > 0).astype(dy.dtype), out=out)
 
 
-@op("ReluGrad", dtypes=REAL_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
+@op("ReluGrad", dtypes=REAL_TYPES, shape=shape_rules.merge_both_shape, unknown_rank=True, into=_relu_grad_into,
     batch=SAME_SHAPE, half=half.relu_grad)
 def _relu_grad_op(dy, y):
     # a masked product, like TF's kernel: inf/nan in dy give nan where y <= 0 (and ~10x faster than np.where)
@@ -231,7 +233,7 @@ def _check_rank1(x):
 # Softmax and LogSoftmax work along the last axis: x's shape, at least a vector (TF's
 # UnchangedShapeWithRankAtLeast 1); for an input of unknown rank, unknown rank.
 
-@op("Softmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape, unknown_rank=shape_fns.rank_unknown,
+@op("Softmax", dtypes=FLOATING_TYPES, shape=shape_rules.at_least_rank1_same_shape, unknown_rank=shape_rules.rank_unknown,
     batch=ELEMENTWISE, half=half.in_float32)     # along the last axis, which the batch axis leaves in place
 def _softmax(x):
     _check_rank1(x)
@@ -247,8 +249,8 @@ def _softmax_grad(op, dy):
     return (dy - math_ops.reduce_sum(dy * y, -1, keepdims=True)) * y
 
 
-@op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_fns.at_least_rank1_same_shape,
-    unknown_rank=shape_fns.rank_unknown, batch=ELEMENTWISE, half=half.in_float32)
+@op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_rules.at_least_rank1_same_shape,
+    unknown_rank=shape_rules.rank_unknown, batch=ELEMENTWISE, half=half.in_float32)
 def _log_softmax(x):
     _check_rank1(x)
     a, axis = _rows(x)
@@ -272,7 +274,7 @@ def _along_axis(kernel, logits, axis):
         return execute(kernel, (x,), {})
     rank = known_rank(x, kernel.type)                   # another axis: swapped to the end and back
     if isinstance(axis, Tensor):
-        axis = shape_fns.static_int(axis, "axis", kernel.type)
+        axis = shape_rules.static_int(axis, "axis", kernel.type)
     if not -rank <= axis < rank:
         raise InvalidArgumentError(
             None, kernel.type,
@@ -371,7 +373,7 @@ def bias_add(value, bias, data_format=None, name=None):
     return execute(_bias_add, (value, bias), {"data_format": "NCHW" if channels_first else "NHWC"})
 
 
-@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_fns.bias_add_shape, accepts_indexed_slices=True,
+@op("BiasAdd", dtypes=dtypes.NUMERIC_TYPES, shape=shape_rules.bias_add_shape, accepts_indexed_slices=True,
     half=half.in_float32)
 def _bias_add(value, bias, data_format):
     axis = 1 if data_format == "NCHW" else value.ndim - 1
@@ -510,13 +512,13 @@ def _noise_shape(x, noise_shape):
         return noise_shape
     dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
     if any(d is None for d in dims) and None in shape:
-        x_dims = shape_tensors.dims_of(x)
+        x_dims = size_inputs.dims_of(x)
         dims = [x_dims[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
     else:
         dims = [shape[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
     static = tuple(None if isinstance(d, Tensor) else int(d) for d in dims)
     try:
-        shape_fns.broadcast_shapes(static, shape)
+        shape_rules.broadcast_shapes(static, shape)
     except ValueError:
         raise InvalidArgumentError(None, "SelectV2", f"condition {list(static)}, then {list(shape)}, and "
                                                      f"else [] must be broadcastable [Op:SelectV2]") from None
@@ -594,7 +596,7 @@ def _partitioned_lookup(params, ids):
     placed = math_ops.unsorted_segment_sum(gathered, order, flat.size)
     rest = placed._value.shape[1:]
     if None in rest:                     # graphs: row sizes read at run time
-        return array_ops.reshape(placed, list(ids._value.shape) + shape_tensors.dims_of(placed)[1:])
+        return array_ops.reshape(placed, list(ids._value.shape) + size_inputs.dims_of(placed)[1:])
     return array_ops.reshape(placed, ids._value.shape + rest)
 
 

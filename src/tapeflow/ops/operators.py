@@ -17,7 +17,7 @@ from tapeflow.framework.context import executing_eagerly_outside_functions, stat
 from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework import tensor as tensor_module
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.symbolic import SymbolicTensor
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
 from tapeflow.ops.variables import Variable
 from tapeflow.ops import array_ops, bitwise_ops, math_ops

@@ -19,10 +19,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.symbolic import Meta, SymbolicTensor
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, batching, math_ops, shape_fns, shape_tensors
-from tapeflow.ops.constant_value import constant_value
+from tapeflow.ops import array_ops, batching, math_ops
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import constant_value
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -79,7 +81,7 @@ def _shape(shape, type_):
     """The shape argument as a 1-D integer tensor (checked now when its value is known)."""
     if getattr(shape, "_is_batched", False):
         return shape                                  # a shape per example: drawn example by example
-    sizes = shape_tensors.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
+    sizes = size_inputs.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
     if isinstance(sizes, Tensor):
         return sizes                                  # checked when the graph runs
     if sizes is not None:
@@ -133,7 +135,7 @@ def _is_number(value, number):
 
 def _sample_shape(shape, *_, dtype, **__):
     """The sample's shape: the entries of the shape tensor known while building."""
-    dims = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "random"), "random")
+    dims = size_inputs.output_dims(size_inputs.vector(shape, "shape", "random"), "random")
     return [Meta(tuple(dims), np.dtype(dtype))]
 
 
@@ -174,7 +176,7 @@ def _truncated_normal(shape, dtype, seed):
     return scipy.special.ndtri(u).astype(dtype)
 
 
-@op("RandomShuffle", same_dtype=False, stateful=True, shape=shape_fns.unchanged_shape, differentiable=False)
+@op("RandomShuffle", same_dtype=False, stateful=True, shape=shape_rules.unchanged_shape, differentiable=False)
 def _random_shuffle(x, seed):
     if x.ndim == 0:
         return x
@@ -255,7 +257,7 @@ DRAWS_PER_EXAMPLE = _SAMPLERS | {_random_shuffle, _multinomial}
 @_multinomial.def_batch
 def _multinomial_batch(xs, batched, num_samples, output_dtype, seed):
     logits = xs[0]                                      # the examples' rows are one [B*batch, classes] draw
-    dims = shape_tensors.dims_of(logits)
+    dims = size_inputs.dims_of(logits)
     rows = array_ops.reshape(logits, _as_shape([dims[0] * dims[1], dims[2]]))
     out = execute(_multinomial, (rows,), {"num_samples": num_samples, "output_dtype": output_dtype, "seed": seed})
     return array_ops.reshape(out, _as_shape([dims[0], dims[1], num_samples])), True
@@ -267,7 +269,7 @@ def _random_shuffle_batch(xs, batched, seed):
     if x._value.ndim == 1:
         return x, True
     from tapeflow.ops import scatter_ops, sort_ops
-    keys = execute(_random_uniform, (_as_shape(shape_tensors.dims_of(x)[:2]),),
+    keys = execute(_random_uniform, (_as_shape(size_inputs.dims_of(x)[:2]),),
                    {"dtype": np.dtype(np.float64), "seed": seed})
     return scatter_ops.gather(x, sort_ops.argsort(keys, axis=1), batch_dims=1), True
 

@@ -20,11 +20,13 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.constant_value import constant_value
-from tapeflow.framework.symbolic import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, batching, shape_fns, shape_tensors, slicing_ops
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
+from tapeflow.ops import array_ops, batching, slicing_ops
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.batching import REDUCTION
-from tapeflow.ops.shape_fns import reduction_op
+from tapeflow.ops.core.presets import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops import half
 from tapeflow.ops.math_ops import (
@@ -57,7 +59,7 @@ def _axes(axis, rank, op_type="Sum"):
                                  f"(constants or values computed from static shapes), got {axis.name}.")
         value = np.asarray(value)
         if value.ndim > 1 and state.graphs:
-            raise shape_fns.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+            raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
         axis = value.reshape(-1).tolist()
     elif isinstance(axis, (int, np.integer)):
         axis = (axis,)
@@ -70,7 +72,7 @@ def _axes(axis, rank, op_type="Sum"):
             out.append(a)
             continue
         if not -rank <= a < rank:
-            raise shape_fns.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
+            raise shape_rules.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
                                                  "dimension(s)")
         a %= rank
         if a in out:
@@ -93,7 +95,7 @@ def _axes_value(axis, op_type):
     t = slicing_ops.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
     value = np.asarray(constant_value(t) if isinstance(t, SymbolicTensor) else t._value)
     if value.ndim > 1 and state.graphs:
-        raise shape_fns.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+        raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
     return value.reshape(-1).tolist()
 
 
@@ -164,7 +166,7 @@ def _count(shape, axes):
 
 
 def _product(dims):
-    """The product of sizes that are Python ints or scalar int tensors (`shape_tensors.dims_of`)."""
+    """The product of sizes that are Python ints or scalar int tensors (`size_inputs.dims_of`)."""
     n = 1
     for d in dims:
         n = n * d
@@ -224,7 +226,7 @@ def _prod_grad(op, dy):
     perm = axes + others
     moved = array_ops.transpose(x, perm)
     if None in shape:                                   # graphs: sizes of unknown groups read at run time
-        dims = shape_tensors.dims_of(x)
+        dims = size_inputs.dims_of(x)
         sizes = [_product([dims[i] for i in group]) for group in (axes, others)]
     else:
         sizes = (_count(shape, axes), _count(shape, others))
@@ -473,9 +475,9 @@ def _shape_str(shape):
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
-_argmax = op("ArgMax", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_fns.arg_reduction_shape,
+_argmax = op("ArgMax", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_rules.arg_reduction_shape,
              differentiable=False, batch=REDUCTION)(_arg_reduce(np.argmax, -np.inf))
-_argmin = op("ArgMin", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_fns.arg_reduction_shape,
+_argmin = op("ArgMin", dtypes=REAL_TYPES + (dtypes.bool,), shape=shape_rules.arg_reduction_shape,
              differentiable=False, batch=REDUCTION)(_arg_reduce(np.argmin, np.inf))
 
 
@@ -485,7 +487,7 @@ def _arg_axis(axis, op_type):
         if axis._value.dtype.kind not in "iu":
             raise TypeError(f"axis tensor dtypes {axis.dtype!r} is not supported")
         if axis._value.ndim:
-            raise shape_fns.shape_error(op_type, f"dim must be a scalar, but received tensor of shape: "
+            raise shape_rules.shape_error(op_type, f"dim must be a scalar, but received tensor of shape: "
                                                  f"{list(axis._value.shape)}")
         return int(axis._value)
     if not isinstance(axis, (int, np.integer)):
@@ -501,7 +503,7 @@ def _arg(kernel, input, axis, output_type, allowed):  # noqa: A002
         message = f"Expected dimension in the range [{-rank}, {rank}), but got {axis}"
         if rank == 0:
             raise InvalidArgumentError(None, kernel.type, f"{message} [Op:{kernel.type}]")
-        raise shape_fns.shape_error(kernel.type, message)
+        raise shape_rules.shape_error(kernel.type, message)
     out = dtypes.as_dtype(output_type)
     if out.name not in allowed:
         raise InvalidArgumentError(None, kernel.type, f"Value for attr 'output_type' of {out.name} is not in the "
@@ -542,7 +544,7 @@ def _scan(accumulate, identity, x, axis, exclusive, reverse):
     return np.flip(out, axis) if reverse else out
 
 
-@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION, jvp=LINEAR)
+@op("Cumsum", dtypes=NUMERIC_TYPES, shape=shape_rules.unchanged_shape, batch=REDUCTION, jvp=LINEAR)
 def _cumsum(x, axis, exclusive, reverse):
     return _scan(np.add.accumulate, 0, x, axis, exclusive, reverse)
 
@@ -553,7 +555,7 @@ def _cumsum_grad(op, dy):
     return cumsum(dy, op.get_attr("axis"), op.get_attr("exclusive"), not op.get_attr("reverse"))
 
 
-@op("Cumprod", dtypes=NUMERIC_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION)
+@op("Cumprod", dtypes=NUMERIC_TYPES, shape=shape_rules.unchanged_shape, batch=REDUCTION)
 def _cumprod(x, axis, exclusive, reverse):
     return _scan(np.multiply.accumulate, 1, x, axis, exclusive, reverse)
 
@@ -597,7 +599,7 @@ def _logaddexp_accumulate(x, axis, dtype):
     return np.moveaxis(out, 0, axis)
 
 
-@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_fns.unchanged_shape, batch=REDUCTION,
+@op("CumulativeLogsumexp", dtypes=FLOATING_TYPES, shape=shape_rules.unchanged_shape, batch=REDUCTION,
     half=half.in_float32)
 def _cumulative_logsumexp(x, axis, exclusive, reverse):
     return _scan(_logaddexp_accumulate, -np.inf, x, axis, exclusive, reverse)
@@ -677,9 +679,9 @@ def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False, name=None):
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 
-@op("TopKV2", dtypes=REAL_TYPES, same_dtype=False, num_outputs=2, shape=shape_fns.top_k_shape)
+@op("TopKV2", dtypes=REAL_TYPES, same_dtype=False, num_outputs=2, shape=shape_rules.top_k_shape)
 def _top_k(x, k, sorted, index_type):  # noqa: A002
-    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in shape_tensors)
+    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in ops/core/size_inputs)
     if x.ndim == 0:
         raise ValueError(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
     n = x.shape[-1]
@@ -726,8 +728,8 @@ def _top_k_grad_dynamic(x, indices, dvalues):
     from tapeflow.ops.constructor_ops import range as range_
     from tapeflow.ops.grad_util import reshape_like
     from tapeflow.ops.segment_ops import unsorted_segment_sum
-    dims = shape_tensors.dims_of(x, np.int64)
-    n, k = dims[-1], shape_tensors.dims_of(indices, np.int64)[-1]
+    dims = size_inputs.dims_of(x, np.int64)
+    n, k = dims[-1], size_inputs.dims_of(indices, np.int64)[-1]
     rows = _product(dims[:-1])
     offsets = array_ops.reshape(range_(rows, dtype=dtypes.int64) * n, dims[:-1] + [1])
     flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, [rows * k])
@@ -761,7 +763,7 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     return TopKV2(values, indices)
 
 
-@op("InTopKV2", dtypes=(dtypes.float32,), same_dtype=False, shape=shape_fns.in_top_k_shape, differentiable=False)
+@op("InTopKV2", dtypes=(dtypes.float32,), same_dtype=False, shape=shape_rules.in_top_k_shape, differentiable=False)
 def _in_top_k(predictions, targets, k):
     if predictions.ndim != 2:
         raise ValueError(f"predictions must be 2-dimensional, got shape {_shape_str(predictions.shape)}")
@@ -781,7 +783,7 @@ def _in_top_k_batch(xs, batched, k):
     size = batching.batch_size_of(xs[batched.index(True)])
     predictions, targets = batching.stacked_all(xs, batched, size)
     classes = predictions._value.shape[-1]
-    rows = array_ops.reshape(predictions, [-1, shape_tensors.dims_of(predictions)[-1] if classes is None else classes])
+    rows = array_ops.reshape(predictions, [-1, size_inputs.dims_of(predictions)[-1] if classes is None else classes])
     out = execute(_in_top_k, (rows, array_ops.reshape(targets, (-1,))), {"k": k})
     n = predictions._value.shape[1]
     return array_ops.reshape(out, [size, -1 if n is None else n]), True

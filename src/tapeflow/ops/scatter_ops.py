@@ -22,8 +22,10 @@ from tapeflow.framework.op_def import LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
-from tapeflow.framework.symbolic import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import batching, constructor_ops, shape_fns, shape_tensors, slicing_ops
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
+from tapeflow.ops import batching, constructor_ops, slicing_ops
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 from tapeflow.ops.grad_util import shape_tensor, zeros_of
 from tapeflow.ops.variables import _read_variable_shape
@@ -99,7 +101,7 @@ def _check_batch_dims(pshape, ishape, batch_dims):
 def _dims(t):
     """t's static shape, or (graphs, unknown sizes) its dims as ints and scalar tensors read at run time."""
     shape = t._value.shape
-    return tuple(shape) if None not in shape else tuple(shape_tensors.dims_of(t))
+    return tuple(shape) if None not in shape else tuple(size_inputs.dims_of(t))
 
 
 @_gather.def_grad(reads_inputs=(1,))
@@ -115,7 +117,7 @@ def _gather_grad(op, dy):
     dy = _dense(dy)
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
-    n = pshape[axis] if pshape[axis] is not None else shape_tensors.dims_of(params)[axis]
+    n = pshape[axis] if pshape[axis] is not None else size_inputs.dims_of(params)[axis]
     rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
     back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
     return _transpose_op(rows, back), None
@@ -125,7 +127,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
     """Segment-sums dy [B..., A..., I..., R...] into params [B..., A..., N, R...], batches kept apart
     by offsetting the indices of batch k by k * N.  In graphs, unknown sizes are scalar tensors."""
     pdims, idims = _dims(params), _dims(indices)
-    nb, ni = shape_tensors.product(pdims[:batch_dims]), shape_tensors.product(idims[batch_dims:])
+    nb, ni = size_inputs.product(pdims[:batch_dims]), size_inputs.product(idims[batch_dims:])
     n, a_dims, r_dims = pdims[axis], pdims[batch_dims:axis], pdims[axis + 1:]
     na, nr = len(a_dims), len(r_dims)
     g = reshape(dy, (nb,) + a_dims + idims[batch_dims:] + r_dims)
@@ -209,7 +211,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     params = convert_to_tensor(params)
     rank_ = known_rank(params, "GatherV2")
     if axis >= rank_ or axis < -rank_:
-        raise shape_fns.shape_error("GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
+        raise shape_rules.shape_error("GatherV2", f"Shape must be at least rank {axis + 1 if axis >= 0 else -axis} "
                                     f"but is rank {rank_}")
     if axis != -rank_:     # TensorFlow's gradient is sparse only for an axis written as 0, not as -rank
         axis %= rank_
@@ -280,7 +282,7 @@ def _boolean_mask_graph(x, mask, axis):
     if len(covered) != len(mshape) or any(a != b and a is not None and b is not None for a, b in zip(covered, mshape)):
         raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(mshape)} are incompatible")
     dims = _dims(x)
-    lead = shape_tensors.product(dims[axis:axis + len(mshape)])
+    lead = size_inputs.product(dims[axis:axis + len(mshape)])
     flat = reshape(x, dims[:axis] + (lead,) + dims[axis + len(mshape):])
     keep = reshape(where_indices(reshape(m, (-1,))), (-1,))
     return gather(flat, keep, axis=axis)
@@ -405,11 +407,11 @@ def _batch_gather_nd(params, indices, batch_dims):
                          f"got indices of shape {list(ishape)}.")
     pdims, idims = _dims(params), _dims(indices)       # graphs: unknown sizes are scalar tensors
     bdims = tuple(p if i is None else i for p, i in zip(pdims[:batch_dims], ishape[:batch_dims]))
-    nb = shape_tensors.product(bdims)
+    nb = size_inputs.product(bdims)
     flat_idx = reshape(math_ops.cast(indices, dtypes.int64), (nb, -1, k))
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
-        m = shape_tensors.dims_of(flat_idx)[1]
+        m = size_inputs.dims_of(flat_idx)[1]
         batch = reshape(math_ops.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
         batch = array_ops.broadcast_to(batch, (nb, m, 1))
     else:
@@ -480,10 +482,10 @@ def _count(shape):
 def _scatter_nd_shape(indices, updates, shape):
     """The known sizes of `shape` (an unknown rank when its length is unknown), checked against
     the indices and updates."""
-    if shape_tensors.unknown_length(shape):
+    if size_inputs.unknown_length(shape):
         dims = None
     else:
-        dims = tuple(shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
+        dims = tuple(size_inputs.output_dims(size_inputs.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
     return _scatter_shape(indices._value, updates._value, dims, updates._value.dtype, "ScatterNd")
 
 
@@ -566,7 +568,7 @@ def scatter_nd(indices, updates, shape, name=None):
     array([0., 4., 0., 2., 0.], dtype=float32)
     """
     indices = _nd_indices(indices, "ScatterNd")
-    dims = shape_tensors.ints_or_tensor(shape, "shape", "ScatterNd", constructor_ops._int_list)
+    dims = size_inputs.ints_or_tensor(shape, "shape", "ScatterNd", constructor_ops._int_list)
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
     return _scatter_nd_op(indices, convert_to_tensor(updates), dims)

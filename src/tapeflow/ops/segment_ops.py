@@ -18,8 +18,8 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.constant_value import constant_value
-from tapeflow.framework.symbolic import Meta, SymbolicTensor
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.ops import array_ops, batching, constructor_ops
 from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
 from tapeflow.ops.unary_ops import sqrt

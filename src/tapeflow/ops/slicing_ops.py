@@ -26,10 +26,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.symbolic import Meta, _const, known_rank
+from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops import batching, shape_fns, shape_tensors
-from tapeflow.ops.constant_value import constant_value, fully_known, known
+from tapeflow.ops import batching
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
 from tapeflow.ops.grad_util import shape_tensor
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops
@@ -88,7 +90,7 @@ def _spec_index(shape, begin, end, strides, masks):
 
 
 def _strided_slice_value(t, ev):
-    """The partly known value of a slice of a partly known value (ops/constant_value)."""
+    """The partly known value of a slice of a partly known value (framework/shapes/known_values)."""
     x, begin, end, strides = t.op.inputs
     v, spec = ev(x), [ev(u) for u in (begin, end, strides)]
     if v is None or not all(fully_known(s) for s in spec):
@@ -211,9 +213,9 @@ def _shape_of(x, begin):
 
 def _strided_slice_grad_shape(shape, begin, end, strides, dy, **_):
     """The known entries of `shape` (an unknown rank when its length is unknown)."""
-    if shape_tensors.unknown_length(shape):
+    if size_inputs.unknown_length(shape):
         return [Meta(None, dy._value.dtype)]
-    dims = shape_tensors.output_dims(shape_tensors.vector(shape, "shape", "StridedSliceGrad"), "StridedSliceGrad")
+    dims = size_inputs.output_dims(size_inputs.vector(shape, "shape", "StridedSliceGrad"), "StridedSliceGrad")
     return [Meta(tuple(dims), dy._value.dtype)]
 
 
@@ -389,7 +391,7 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
     x = convert_to_tensor(input_)
     known_rank(x, "Slice")
     if state.graphs:
-        known = [shape_tensors.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
+        known = [size_inputs.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
         if isinstance(known[0], Tensor) or isinstance(known[1], Tensor):
             return _dynamic_slice(x, begin if known[0] is None else known[0], size if known[1] is None else known[1])
         begin, size = (v if k is None else k for v, k in zip((begin, size), known))
@@ -448,7 +450,7 @@ def _slice_shape_error(begin, size, begin_shape, size_shape, rank):
     for v, what in ((begin, "begin"), (size, "size")):
         if isinstance(v, (list, tuple)) and not v:
             return typed_index_error("float32", what, "Slice", "Index", _SLICE_INDEX_DTYPES)
-    return shape_fns.shape_error(
+    return shape_rules.shape_error(
         "Slice", f"Expected begin and size arguments to be 1-D tensors of size {rank}, but got shapes "
         f"{list(begin_shape)} and {list(size_shape)} instead.")
 
@@ -466,8 +468,8 @@ def _slice_shape(x, begin, size):
     """In graphs (TensorFlow's rule): the known sizes; a -1 size is the rest of a known dimension when the
     begin is known, and unknown when some size is not known."""
     shape = tuple(x._value.shape)
-    b = shape_tensors.vector(begin, "begin", "Slice")
-    s = shape_tensors.vector(size, "size", "Slice")
+    b = size_inputs.vector(begin, "begin", "Slice")
+    s = size_inputs.vector(size, "size", "Slice")
     if len(b) != len(shape) or len(s) != len(shape):
         raise ValueError(f"Expected begin and size arguments to be 1-D tensors of size {len(shape)}, but got "
                          f"{len(b)} and {len(s)} entries instead [Op:Slice]")

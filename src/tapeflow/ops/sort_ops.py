@@ -16,9 +16,10 @@ from tapeflow.framework.dtypes import REAL_TYPES, int32, int64
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.framework.symbolic import Meta, known_rank
-from tapeflow.ops import batching, shape_tensors
-from tapeflow.ops.shape_fns import shape_error
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.ops import batching
+from tapeflow.ops.core import size_inputs
+from tapeflow.framework.shapes.shape_rules import shape_error
 from tapeflow.ops import array_ops, math_ops
 
 
@@ -103,7 +104,7 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     x, back = _moved(values, axis, "sort")
     shape = x._value.shape
     if None in shape:                                  # graphs: unknown sizes are read at run time
-        shape = shape_tensors.dims_of(x)
+        shape = size_inputs.dims_of(x)
     rows = array_ops.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
     out = array_ops.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)

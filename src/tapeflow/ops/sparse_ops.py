@@ -17,13 +17,13 @@ from tapeflow.framework.errors import InvalidArgumentError, NotFoundError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_like, execute, op, raise_type_mismatch
 from tapeflow.framework.sparse_tensor import SparseTensor
-from tapeflow.framework.symbolic import Meta
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops import (
     array_ops, batching, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
-from tapeflow.ops.constant_value import constant_value, partial_value
+from tapeflow.framework.shapes.known_values import constant_value, partial_value
 from tapeflow.ops.half import computes_in_float32
 
 _INT64 = np.dtype(np.int64)

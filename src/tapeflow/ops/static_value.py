@@ -4,7 +4,7 @@ Note [static values]: TensorFlow's `get_static_value` evaluates a fixed set of
 ops only: Const, Shape, Size, Rank, Range, Cast, ConcatV2, Split, Fill, Equal,
 NotEqual, the identities, and Pack and Unpack along axis 0, each when all it
 reads is known; no arithmetic (`tf.shape(x)[0] + 1` is unknown).  tapeflow's
-shape inference knows more (ops/constant_value.py runs any small pure op), but
+shape inference knows more (framework/shapes/known_values.py runs any small pure op), but
 `get_static_value` keeps TensorFlow's set, so a program that branches on it
 takes the branch it takes with TensorFlow.  With `partial=True`, a Pack of
 partly known values is an object array with None for the unknown entries.
@@ -18,7 +18,7 @@ import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.symbolic import SymbolicTensor, _const
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor, is_tensor
 
 

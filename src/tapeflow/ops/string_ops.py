@@ -16,11 +16,11 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.symbolic import Meta
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, batching
 from tapeflow.ops.batching import ELEMENTWISE
-from tapeflow.ops.shape_fns import merge_shapes, shape_error
+from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
 
 _STRING = dtypes.string._np
 _STRING_ONLY = (dtypes.string,)

@@ -18,9 +18,9 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYP
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import shape_fns
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.batching import SAME_SHAPE
-from tapeflow.ops.shape_fns import unary_op
+from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -62,7 +62,7 @@ def _abs_grad(op, dy):
     return dy * _sign(op.inputs[0])                     # d|x| = sign(x) dx
 
 
-@unary_op("ComplexAbs", dtypes=dtypes.COMPLEX_TYPES, shape=shape_fns.unary_real_shape)
+@unary_op("ComplexAbs", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _complex_abs(x):
     return np.abs(x)
 
@@ -310,7 +310,7 @@ def _tanh_grad(op, dy):
     return _tanh_grad_op(_c(op.outputs[0]), dy)         # d tanh x = (1 - tanh^2 x) dx
 
 
-@op("TanhGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
+@op("TanhGrad", dtypes=INEXACT_TYPES, shape=shape_rules.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
 def _tanh_grad_op(y, dy):
     return dy * (_one(y.dtype) - y * y)
 
@@ -375,7 +375,7 @@ def _sigmoid_grad(op, dy):
     return _sigmoid_grad_op(_c(op.outputs[0]), dy)      # d s(x) = s(x) (1 - s(x)) dx
 
 
-@op("SigmoidGrad", dtypes=INEXACT_TYPES, shape=shape_fns.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
+@op("SigmoidGrad", dtypes=INEXACT_TYPES, shape=shape_rules.merge_both_shape, unknown_rank=True, batch=SAME_SHAPE)
 def _sigmoid_grad_op(y, dy):
     return dy * (y * (_one(y.dtype) - y))
 
@@ -467,19 +467,19 @@ for _rounding in (floor, ceil, rint, _round):
 # -- float predicates (bool outputs, not differentiable) --------------------------------
 
 @tf_export("math.is_finite")
-@unary_op("IsFinite", dtypes=FLOATING_TYPES, shape=shape_fns.unary_bool_shape, differentiable=False)
+@unary_op("IsFinite", dtypes=FLOATING_TYPES, shape=shape_rules.unary_bool_shape, differentiable=False)
 def is_finite(x):
     return np.isfinite(x)
 
 
 @tf_export("math.is_nan")
-@unary_op("IsNan", dtypes=FLOATING_TYPES, shape=shape_fns.unary_bool_shape, differentiable=False)
+@unary_op("IsNan", dtypes=FLOATING_TYPES, shape=shape_rules.unary_bool_shape, differentiable=False)
 def is_nan(x):
     return np.isnan(x)
 
 
 @tf_export("math.is_inf")
-@unary_op("IsInf", dtypes=FLOATING_TYPES, shape=shape_fns.unary_bool_shape, differentiable=False)
+@unary_op("IsInf", dtypes=FLOATING_TYPES, shape=shape_rules.unary_bool_shape, differentiable=False)
 def is_inf(x):
     return np.isinf(x)
 

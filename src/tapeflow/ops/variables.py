@@ -35,7 +35,7 @@ from tapeflow.framework.context import default_session, eager_mode, executing_ea
 from tapeflow.framework.device import DEFAULT_DEVICE, current_device
 from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.symbolic import Meta, SymbolicTensor, _const, known_rank
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, known_rank
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape

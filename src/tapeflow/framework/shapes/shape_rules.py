@@ -8,17 +8,13 @@ attrs.  The family presets (`unary_op`, `binary_op`, `comparison_op`,
 `reduction_op`) declare an op with its family's rules in one decorator.
 """
 
-import functools
-
 import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import SELF_ADJOINT, op
-from tapeflow.ops.batching import ELEMENTWISE, REDUCTION
 from tapeflow.framework.tensor import Tensor
-from tapeflow.ops.constant_value import constant_value
-from tapeflow.framework.symbolic import Meta, SymbolicTensor
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 
 
 # Note [build-time shape errors]: TensorFlow checks an op's shapes and static
@@ -295,7 +291,7 @@ def bias_add_shape(value, bias, data_format):
 
 
 # -- the math family's presets: each declares its ops' static shapes and dtypes, unknown rank included
-# (Note [unknown rank] in framework/symbolic.py); no kernel runs while a graph is built. --
+# (Note [unknown rank] in framework/shapes/symbolic_tensors.py); no kernel runs while a graph is built. --
 
 def _elementwise_meta(shape, dtype):
     """A Meta of an elementwise result: `shape` (None for an unknown rank) and `dtype`."""
@@ -329,16 +325,6 @@ def merge_both_shape(x, y, **_):
     """TanhGrad, SigmoidGrad (TF's MergeBothInputsShapeFn): the two shapes merged, x's dtype."""
     shapes = [s.shape for s in (x, y) if s.shape is not None]
     return [Meta(merge_shapes(shapes, "Both inputs") if shapes else None, x.dtype)]
-
-
-# Declarations shared by a family: `@unary_op("Exp", dtypes=..., into=np.exp)`; any field may be
-# given again to override the preset (`shape=unary_bool_shape`).  Broadcasting rules take inputs of
-# unknown rank (`_broadcast_checked`).
-unary_op = functools.partial(op, shape=unchanged_shape, unknown_rank=True, jvp=SELF_ADJOINT, batch=ELEMENTWISE)
-binary_op = functools.partial(op, shape=broadcast_shape, unknown_rank=True, batch=ELEMENTWISE)
-comparison_op = functools.partial(op, shape=compare_shape, unknown_rank=True, differentiable=False,
-                                  batch=ELEMENTWISE)
-reduction_op = functools.partial(op, shape=reduction_shape, unknown_rank=reduction_unknown_rank, batch=REDUCTION)
 
 
 # -- the array family (array_ops, join_ops, slicing_ops, scatter_ops, constructor_ops) --

@@ -11,7 +11,7 @@ import numpy as np
 
 from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.context import default_session
-from tapeflow.framework.meta import Meta  # noqa: F401  (ops reach it here too)
+from tapeflow.framework.shapes.abstract_values import Meta  # noqa: F401  (ops reach it here too)
 from tapeflow.framework.op_def import op
 from tapeflow.framework.tensor import Tensor, uses_equality
 from tapeflow.framework.tensor_shape import TensorShape
@@ -127,7 +127,7 @@ def is_static(shape):
 # (`compat.v1.placeholder(tf.float32)`, `tf.TensorSpec(None)`) has the Meta shape
 # None.  Only ops that declare it take such inputs: their `unknown_rank` attribute
 # is the shape rule used then (called like `shape_fn`, `shape_reads_inputs` included),
-# usually one of the rules of `ops/shape_fns`.  `infer_metas` checks the inputs
+# usually one of the rules of `framework/shapes/shape_rules`.  `infer_metas` checks the inputs
 # once, so every other op raises one clear ValueError, and nothing changes for
 # known ranks.  Python wrappers that need the rank before building their op (to
 # normalize an axis, say) ask `known_rank`, which raises the same error.

@@ -6,8 +6,8 @@ batch dimensions broadcast, and a mismatch between known sizes raises
 ValueError while the graph is built, as TensorFlow does.
 """
 
-from tapeflow.framework.symbolic import Meta
-from tapeflow.ops.shape_fns import broadcast_shapes
+from tapeflow.framework.shapes.symbolic_tensors import Meta
+from tapeflow.framework.shapes.shape_rules import broadcast_shapes
 
 
 def meta(shape, dtype):

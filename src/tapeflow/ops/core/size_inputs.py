@@ -5,7 +5,7 @@ constants, ops take their sizes as static attrs (the fast path).  When part of
 a size argument is a symbolic tensor (`[tf.shape(x)[0] * 3]`, `tf.shape(x)`),
 the op takes it as an int32/int64 tensor input instead, TensorFlow's encoding;
 its kernel reads the sizes when the graph runs and its static output shape
-comes from the entries known while building (`ops/constant_value`).
+comes from the entries known while building (`framework/shapes/known_values`).
 
 Note [size inputs]: such an op has one more input than its static form (the
 sizes), and its attrs lack the size attr.  Its kernel receives the sizes as a
@@ -18,8 +18,8 @@ the inputs it reads when it needs the sizes).
 import numpy as np
 
 from tapeflow.framework.tensor import Tensor
-from tapeflow.ops.constant_value import constant_value, partial_value, shape_vector
-from tapeflow.framework.symbolic import Meta, SymbolicTensor
+from tapeflow.framework.shapes.known_values import constant_value, partial_value, shape_vector
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.ops import array_ops
 from tapeflow.ops import constructor_ops
 
