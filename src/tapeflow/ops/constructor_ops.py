@@ -19,7 +19,6 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable
 from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
 from tapeflow.ops import batching
@@ -73,7 +72,7 @@ def int_attr_list(value, what, op_name):
       TypeError: a tensor (not a list), or an entry int() rejects (a string, None, NaN).
       OverflowError: an infinite entry.
     """
-    if isinstance(value, (Tensor, Variable)):
+    if (isinstance(value, Tensor) or getattr(value, "_is_variable", False)):
         raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
     return tuple(int_entries(value if isinstance(value, (list, tuple, np.ndarray)) else [value], what))
 
@@ -130,7 +129,7 @@ def int_input(value, what, op_type, convert="input"):
         return np.array(value, np.int64).reshape(-1)           # the common case: a list of ints
     if isinstance(value, TensorShape):
         value = value.as_list()
-    if isinstance(value, Variable):
+    if getattr(value, "_is_variable", False):
         value = value.read_value()
     if isinstance(value, Tensor):
         array = _tensor_value(value, what, op_type)
@@ -545,7 +544,7 @@ def _shape_type(out_type, op_type):
 
 
 def _any_tensor(x):
-    return x if isinstance(x, (Tensor, Variable)) else convert_to_tensor(x)
+    return x if isinstance(x, Tensor) or getattr(x, "_is_variable", False) else convert_to_tensor(x)
 
 
 # Note [unknown rank] in framework/shapes/symbolic_tensors.py: the queries take tensors of unknown rank.

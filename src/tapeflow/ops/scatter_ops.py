@@ -205,7 +205,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     axis = batch_dims if axis is None else int(axis._value if isinstance(axis, Tensor) else axis)
     if axis == 0:
         batch_dims = 0                                 # like TensorFlow: axis 0 ignores batch_dims
-        if isinstance(params, Variable):
+        if getattr(params, "_is_variable", False):
             params._note_access()
             return execute(_resource_gather, (params, indices), {})
     params = convert_to_tensor(params)
