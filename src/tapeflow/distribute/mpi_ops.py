@@ -38,7 +38,9 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import batching, grad_util
+from tapeflow.ops.core import batching
+from tapeflow.ops import grad_util
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import ALL, build_with_metas, op
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
@@ -27,6 +27,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, scatter_ops
 from tapeflow.ops.core import size_inputs
+from tapeflow.ops.core import batching
 
 def _trainable(t):
     return t._value.dtype in dtypes.TRAINABLE_NP
@@ -39,7 +40,7 @@ def _in_graph(*values):
 def _trace(fn, arg_metas, name):
     """Traces `fn` on placeholders of `arg_metas`; returns (ConcreteFunction, structured result)."""
     graph = FuncGraph(name, outer_graph=state.graphs[-1])
-    with batching.per_example_trace(), graph.as_default():      # Note [functions in vectorized code]
+    with vectorization.per_example_trace(), graph.as_default():      # Note [functions in vectorized code]
         args = [graph._new_placeholder(m.shape, m.dtype, "arg") for m in arg_metas]
         graph.inputs = args
         result = fn(args)
@@ -80,7 +81,7 @@ def _add(a, b):
 
 def _build(op_, inputs, attrs, metas):
     """Adds a control-flow op to the graph; on batched inputs, its batching rule runs instead
-    (Note [functions in vectorized code] in ops/batching.py)."""
+    (Note [functions in vectorized code] in ops/core/vectorization.py)."""
     if state.vmaps and any(t._is_batched for t in inputs):
         return state.vmaps[-1].apply(op_, inputs, attrs)
     return build_with_metas(op_, inputs, attrs, metas)
@@ -231,7 +232,7 @@ def _traced(fn):
     function: the call's rule runs each example's own branch or iterations only (the If and
     While rules)."""
     graph = FuncGraph("vectorized_control_flow", outer_graph=None)
-    with batching.per_example_trace(), graph.as_default():
+    with vectorization.per_example_trace(), graph.as_default():
         result = fn()
         flat = [Function._output(graph, o) for o in nest.flatten(result)]
     f = ConcreteFunction(graph, result, flat)
@@ -248,25 +249,25 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     def branch(f, positions, rows=None, traced=False):
         def run():
             caps, used = [captured[p] for p in positions], [flags[p] for p in positions]
-            count = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+            count = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
             if traced:                                  # traced by cond: capture what it uses
                 caps = _own(caps)
             elif rows is not None:                      # only the examples in `rows`
                 caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
                 count = array_ops.shape(rows)[0]
-            outs, out_batched = batching.run_vectorized(lambda args: run_body(f, args), caps, used)
-            return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+            outs, out_batched = vectorization.run_vectorized(lambda args: run_body(f, args), caps, used)
+            return [o if b else vectorization.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
         return run
 
     if not batched[0]:
         return tuple(cond(pred, branch(then_f, then_caps, traced=True), branch(else_f, else_caps, traced=True))), True
     if any(x._is_batched for x in xs):                 # Note [nested vectorized control flow]
-        return tuple(math_ops.where(*batching.align_ranks([pred, a, b], (True, True, True)))
+        return tuple(math_ops.where(*vectorization.align_ranks([pred, a, b], (True, True, True)))
                      for a, b in zip(branch(then_f, then_caps)(), branch(else_f, else_caps)())), True
     taken, other = array_ops.where_indices(pred), array_ops.where_indices(math_ops.logical_not(pred))
     a = branch(then_f, then_caps, array_ops.reshape(taken, [-1]))()
     b = branch(else_f, else_caps, array_ops.reshape(other, [-1]))()
-    size = batching.batch_size_of(pred)
+    size = vectorization.batch_size_of(pred)
     out = []
     for x, y in zip(a, b):
         dims = [size] + size_inputs.dims_of(x)[1:]
@@ -474,7 +475,7 @@ class _VectorizedLoop:
         self.cond_caps, self.body_caps = cond_caps, body_caps
         self.loop_vars, self.entering = list(xs[1:1 + n]), list(batched[1:1 + n])
         self.captured, self.cap_flags = xs[1 + n:1 + n + n_caps], list(batched[1 + n:1 + n + n_caps])
-        self.size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        self.size = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
         self.static = self.size if isinstance(self.size, int) else None
         self.nested = any(x._is_batched for x in xs)     # batched at an outer level too
         self.flags = self._differing()
@@ -488,12 +489,12 @@ class _VectorizedLoop:
     def run(self, fn, vs, flags, caps=None):
         """fn on loop values `vs` (stacked where `flags`) and the captures, in a new level."""
         caps = _own(self.captured) if caps is None else caps
-        return batching.run_vectorized(fn, list(vs) + list(caps), list(flags) + self.cap_flags)
+        return vectorization.run_vectorized(fn, list(vs) + list(caps), list(flags) + self.cap_flags)
 
     def _trial(self, fn, f, flags):
         """Which outputs of `fn` (running function `f`) are batched for loop values batched where `flags`."""
         trial = FuncGraph("while_batching", outer_graph=state.graphs[-1])
-        with batching.per_example_trace(), trial.as_default():
+        with vectorization.per_example_trace(), trial.as_default():
             args = [trial._new_placeholder(self._shape(p, b), p._value.dtype, "arg") for p, b in zip(f.graph.inputs, flags)]
             return self.run(fn, args, flags)[1]
 
@@ -532,9 +533,9 @@ class _VectorizedLoop:
 
         def body(*vs):
             outs, out_batched = self.run(self.body, vs, flags)
-            return [batching.broadcast_batch(o, self.size) if f and not b else o
+            return [vectorization.broadcast_batch(o, self.size) if f and not b else o
                     for o, b, f in zip(outs, out_batched, flags)]
-        start = [batching.broadcast_batch(v, self.size) if f and not b else v
+        start = [vectorization.broadcast_batch(v, self.size) if f and not b else v
                  for v, f, b in zip(self.loop_vars, flags, self.entering)]
         outs = self._loop(lambda *vs: self.run(self.going, vs, flags)[0][0], body, start, flags, keep_history)
         return self._result(outs, flags, keep_history, outs[-1], False)
@@ -551,7 +552,7 @@ class _VectorizedLoop:
             vs, active, counts = carry[:n], carry[n], carry[n + 1]
             if self.nested:                             # Note [nested vectorized control flow]
                 still, *new = _all_stacked(*self.run(step, vs, every), size)
-                vs = [math_ops.where(*batching.align_ranks([active, u, v], (True, True, True)))
+                vs = [math_ops.where(*vectorization.align_ranks([active, u, v], (True, True, True)))
                       for u, v in zip(new, vs)]
                 return vs + [math_ops.logical_and(active, still), counts + math_ops.cast(active, dtypes.int32)]
             rows = array_ops.where_indices(active)                   # [k, 1]: the examples still going
@@ -563,16 +564,16 @@ class _VectorizedLoop:
             active = scatter_ops.tensor_scatter_nd_update(math_ops.zeros_like(active), rows, still)
             return vs + [active, counts + math_ops.cast(carry[n], dtypes.int32)]
 
-        stacked = batching.stacked_all(self.loop_vars, self.entering, size)
+        stacked = vectorization.stacked_all(self.loop_vars, self.entering, size)
         (active,) = _all_stacked(*self.run(self.going, stacked, every), size)
-        counts = batching.broadcast_batch(Tensor(np.int32(0)), size)
+        counts = vectorization.broadcast_batch(Tensor(np.int32(0)), size)
         outs = self._loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts],
                           every, keep_history)
         return self._result(outs, every, keep_history, outs[n + 1], True)
 
 
 def _all_stacked(outs, out_batched, count):
-    return [o if b else batching.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+    return [o if b else vectorization.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
 
 
 def _stacked_shape(size, shape):

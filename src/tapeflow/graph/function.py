@@ -36,7 +36,8 @@ from tapeflow.graph.graph import Graph, Meta, SymbolicTensor, const, infer_metas
 from tapeflow.graph import function_type
 from tapeflow.graph.session import _placeholder
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import batching, grad_util
+from tapeflow.ops import grad_util
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.graph.gradients import gradients
 
@@ -219,7 +220,7 @@ def _call_grad(op, *dys):
 
 @_call.def_batch
 def _call_batch(xs, batched, f, fed=False, export=False):
-    # Note [functions in vectorized code] in ops/batching.py: a call of f on batched values
+    # Note [functions in vectorized code] in ops/core/vectorization.py: a call of f on batched values
     # is a call of f's body vectorized, traced once per batched pattern and shapes
     n = len(xs) - len(f.graph.variables)                # the variables come last, never batched
     args, flags = xs[:n], tuple(batched[:n])
@@ -236,9 +237,9 @@ def _vectorize(f, args, batched, fed, export):
     for `args` stacked where `batched`: f's body run op by op through the batching rules."""
     graph = FuncGraph(f"{f.graph.name}_vectorized", outer_graph=state.graphs[-1] if state.graphs else None)
     n_inputs = len(f.inputs)
-    with batching.per_example_trace(), graph.as_default():
+    with vectorization.per_example_trace(), graph.as_default():
         graph.inputs = [graph._new_placeholder(x._value.shape, x._value.dtype, "arg") for x in args]
-        outs, out_batched = batching.run_vectorized(
+        outs, out_batched = vectorization.run_vectorized(
             lambda ts: run_body(f, ts[:n_inputs], ts[n_inputs:] if fed else None, export), graph.inputs, batched)
         flat = [Function._output(graph, o) for o in outs]
     vectorized = ConcreteFunction(graph, flat, flat)
@@ -384,7 +385,7 @@ def _trace_backward(forward, keep_slices):
     outputs = forward._flat_tensor_outputs
     trainable = [t for t in outputs if t._value.dtype in dtypes.TRAINABLE_NP]
     graph = FuncGraph(f"{forward.graph.name}_backward", outer_graph=None)
-    with batching.per_example_trace(), graph.as_default():
+    with vectorization.per_example_trace(), graph.as_default():
         new_inputs = [graph._new_placeholder(t._value.shape, t._value.dtype, "input") for t in inputs]
         new_dys = [graph._new_placeholder(t._value.shape, t._value.dtype, "grad") for t in trainable]
         graph.inputs = new_inputs + new_dys
@@ -426,7 +427,7 @@ def inline(function, inputs, mapping=None, skip_writes=False):
 def run_body(function, inputs, side_values=None, export=False):
     """`function`'s body run op by op on `inputs` in the graph being built, the ops meeting
     batched values through their batching rules (Note [functions in vectorized code] in
-    ops/batching.py); `side_values` feed its side tensors, `export` returns them too."""
+    ops/core/vectorization.py); `side_values` feed its side tensors, `export` returns them too."""
     from tapeflow.ops import random_ops
     graph = state.graphs[-1]
     mapping = {p._id: t for p, t in zip(function.inputs, inputs, strict=True)}
@@ -687,7 +688,7 @@ class Function:
         specs = relaxed or (nest.flatten(self._input_signature) if self._input_signature is not None
                             else [None] * len(flat))
         new_flat, feed_values = [], []
-        with batching.per_example_trace(), graph.as_default():     # Note [functions in vectorized code]
+        with vectorization.per_example_trace(), graph.as_default():     # Note [functions in vectorized code]
             for value, spec in zip(flat, specs):
                 if isinstance(value, TensorSpec) or isinstance(value, (Tensor, np.ndarray)) and not isinstance(value, Variable):
                     if isinstance(spec, TensorSpec):

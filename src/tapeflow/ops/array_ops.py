@@ -22,7 +22,7 @@ from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import identity_value
@@ -33,6 +33,7 @@ from tapeflow.ops.grad_util import reshape_like, unbroadcast
 from tapeflow.ops.constructor_ops import (  # noqa: F401  (re-exported)
     _int_input, _int_list, eye, fill, int_attr_list, int_input, int_input_error, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
 )
+from tapeflow.ops.core import batching
 
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
@@ -215,7 +216,7 @@ def _reshape_batch(xs, batched, shape=None):
     if len(xs) > 1 and batched[1]:
         raise batching.NotBatchable                     # a shape per example
     x = xs[0]
-    return reshape(x, batching.prepend(batching.batch_size_of(x), xs[1] if len(xs) > 1 else shape)), True
+    return reshape(x, vectorization.prepend(vectorization.batch_size_of(x), xs[1] if len(xs) > 1 else shape)), True
 
 
 @_reshape.def_grad(reads_inputs=False)
@@ -385,7 +386,7 @@ def _broadcast_to(x, shape):
 
 @_broadcast_to.def_batch
 def _broadcast_to_batch(xs, batched, shape=None):
-    return batching.broadcast_to_shape_input(xs, batched, shape)
+    return vectorization.broadcast_to_shape_input(xs, batched, shape)
 
 
 @_broadcast_to.def_grad(reads_inputs=False)

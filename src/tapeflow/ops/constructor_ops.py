@@ -21,7 +21,7 @@ from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops import array_ops
@@ -297,7 +297,7 @@ def _fill(value, dims):
 
 @_fill.def_batch
 def _fill_batch(xs, batched, dims=None):
-    return batching.broadcast_to_shape_input(xs, batched, dims)     # a scalar per example, broadcast
+    return vectorization.broadcast_to_shape_input(xs, batched, dims)     # a scalar per example, broadcast
 
 
 @_fill.def_grad(reads_inputs=False)

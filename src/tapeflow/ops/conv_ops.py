@@ -30,6 +30,7 @@ from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
 from tapeflow.ops import half
 from tapeflow.ops.half import computes_in_float32
+from tapeflow.ops.core import batching
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -255,7 +256,7 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
     3, "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
 
 
-# -- batching rules (ops/batching.py) ---------------------------------------------------
+# -- batching rules (ops/core/vectorization.py) ---------------------------------------------------
 # Note [batched convolutions]: examples sharing the filter are one convolution of B*N
 # images (the batch folded into N).  B filters meeting one input are one convolution with
 # B*O output channels (folded into O); likewise BackpropInput folds batched filters into
@@ -269,7 +270,8 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # filter (col2im, exact for finite values).  A size input that differs per example (a
 # shape per example) is NotBatchable.
 
-from tapeflow.ops import batching, math_ops  # noqa: E402
+from tapeflow.ops import math_ops  # noqa: E402
+from tapeflow.ops.core import vectorization
 
 
 def _dims(x):
@@ -355,8 +357,8 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         x, w = xs
         if not batched[1]:                              # shared filter: B*N images
             y = execute(conv, (_merge(x, 0), w), attrs)
-            return _split(y, 0, batching.batch_size_of(x), _dims(x)[1]), True
-        size = batching.batch_size_of(w)
+            return _split(y, 0, vectorization.batch_size_of(x), _dims(x)[1]), True
+        size = vectorization.batch_size_of(w)
         if not batched[0]:                              # one input, B filters: B*O channels
             y = execute(conv, (x, _merge(w, n + 1)), attrs)
             return _split(y, channels, size, _dims(w)[-1]), True
@@ -376,9 +378,9 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if batched[0]:
             raise batching.NotBatchable                 # an input shape per example
         if not batched[1]:                              # shared filter: B*N gradients
-            dx = execute(backprop_input, (_scaled(sizes, 0, batching.batch_size_of(dy)), w, _merge(dy, 0)), attrs)
-            return _split(dx, 0, batching.batch_size_of(dy), _dims(dy)[1]), True
-        size = batching.batch_size_of(w)
+            dx = execute(backprop_input, (_scaled(sizes, 0, vectorization.batch_size_of(dy)), w, _merge(dy, 0)), attrs)
+            return _split(dx, 0, vectorization.batch_size_of(dy), _dims(dy)[1]), True
+        size = vectorization.batch_size_of(w)
         if not batched[2]:                              # B filters: B*C input channels
             dx = execute(backprop_input, (_scaled(sizes, channels, size), _merge(w, n), dy), attrs)
             return _split(dx, channels, size, _dims(w)[n + 1]), True
@@ -409,10 +411,10 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if batched[1]:
             raise batching.NotBatchable                 # a filter shape per example
         if not batched[0]:                              # B gradients: B*O filter outputs
-            size = batching.batch_size_of(dy)
+            size = vectorization.batch_size_of(dy)
             dw = execute(backprop_filter, (x, _scaled(sizes, n + 1, size), _merge(dy, n + 1)), attrs)
             return _split(dw, n + 1, size, _dims(dy)[-1]), True
-        size = batching.batch_size_of(x)
+        size = vectorization.batch_size_of(x)
         if not batched[2]:                              # B inputs: B*C filter inputs
             dw = execute(backprop_filter, (_merge(x, n + 1), _scaled(sizes, n, size), dy), attrs)
             return _split(dw, n, size, _dims(x)[-1]), True
@@ -846,8 +848,8 @@ def _pool_batch(kernel):
     """Pooling ops of images only (MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad): the batch folded
     into N, inputs shared by every example repeated (Note [batched convolutions])."""
     def rule(xs, batched, **attrs):
-        size = batching.batch_size_of(next(x for x, b in zip(xs, batched) if b))
-        xs = batching.stacked_all(xs, batched, size)
+        size = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        xs = vectorization.stacked_all(xs, batched, size)
         y = execute(kernel, [_merge(x, 0) for x in xs], attrs)
         return _split(y, 0, size, _dims(xs[0])[1]), True
     return rule
@@ -862,7 +864,7 @@ def _avg_pool_grad_batch(xs, batched, **attrs):
     sizes, dy = xs
     if batched[0]:
         raise batching.NotBatchable                     # an input shape per example
-    size = batching.batch_size_of(dy)
+    size = vectorization.batch_size_of(dy)
     dx = execute(_avg_pool_grad, (_scaled(sizes, 0, size), _merge(dy, 0)), attrs)
     return _split(dx, 0, size, _dims(dy)[1]), True
 

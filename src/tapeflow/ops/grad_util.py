@@ -9,9 +9,10 @@ read it when the graph runs.
 import numpy as np
 
 from tapeflow.framework.op_def import op
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
+from tapeflow.ops.core import batching
 
 
 def _sum_to(g, shape):
@@ -46,10 +47,10 @@ def broadcast_like(g, like):
 def _broadcast_like_batch(xs, batched):
     g, like = xs
     if not batched[1]:
-        like = batching.broadcast_batch(like, batching.batch_size_of(g))
+        like = vectorization.broadcast_batch(like, vectorization.batch_size_of(g))
     gap = _rank_gap(like, g) if batched[0] else 0
     if gap:                                          # g's examples lined up with like's
-        g = batching.insert_axes(g, 1, gap)
+        g = vectorization.insert_axes(g, 1, gap)
     return broadcast_like(g, like), True
 
 
@@ -73,12 +74,12 @@ def sum_like(g, like):
 
 @sum_like.def_batch
 def _sum_like_batch(xs, batched):
-    g, like = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    g, like = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
     gap = _rank_gap(g, like)
     if not gap:
         return sum_like(g, like), True
     # the examples' leading dims summed too, not the batch axis: sum to like with size-1 axes after the batch
-    return reshape_like(sum_like(g, batching.insert_axes(like, 1, gap)), like), True
+    return reshape_like(sum_like(g, vectorization.insert_axes(like, 1, gap)), like), True
 
 
 @sum_like.def_grad(reads_inputs=False)
@@ -97,7 +98,7 @@ def reshape_like(g, like):
 
 @reshape_like.def_batch
 def _reshape_like_batch(xs, batched):
-    g, like = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    g, like = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
     return reshape_like(g, like), True
 
 

@@ -19,7 +19,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
 from tapeflow.framework.shapes.known_values import concat_value, pack_value, unpack_value
@@ -29,6 +29,7 @@ from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.shape_rules import merge_shapes
 from tapeflow.ops import array_ops, math_ops, scatter_ops, slicing_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.ops.core import batching
 
 
 def _pack_shape(*xs, axis):
@@ -54,7 +55,7 @@ def _pack_batch(xs, batched, axis):
 
 def _stacked_inputs(xs, batched):
     """Every input stacked (the shared ones repeated for each example: a view, eagerly)."""
-    return batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    return vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
 
 
 @_pack.def_grad(reads_inputs=False)
@@ -418,13 +419,13 @@ def _pad_batch(xs, batched, paddings=None):
     xs, attrs = _pads_batch(xs, batched, 2, paddings)
     x, value = xs[0], xs[1]
     if not batched[0]:
-        x = batching.broadcast_batch(x, batching.batch_size_of(value))
+        x = vectorization.broadcast_batch(x, vectorization.batch_size_of(value))
     if not batched[1]:
         return execute(_pad, [x] + xs[1:], attrs), True
     # a value per example: pad with zeros, then each example's value outside the input's block
     inside = execute(_pad, [math_ops.ones_like(x, dtype=bool), Tensor(np.zeros((), bool))] + xs[2:], attrs)
     padded = execute(_pad, [x, Tensor(np.zeros((), x._value.dtype))] + xs[2:], attrs)
-    return math_ops.where(inside, padded, batching.insert_axes(value, 1, x._value.ndim - 1)), True
+    return math_ops.where(inside, padded, vectorization.insert_axes(value, 1, x._value.ndim - 1)), True
 
 
 def _pads_batch(xs, batched, at, paddings):

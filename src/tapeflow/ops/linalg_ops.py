@@ -23,13 +23,15 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, batching, constructor_ops, math_ops
+from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.ops.grad_util import binary_grads, zeros_of
 from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
     square_matrix_shape,
 )
+from tapeflow.ops.core import batching
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -228,7 +230,7 @@ def _matrix_set_diag(x, diagonal, k):
 
 @_matrix_set_diag.def_batch
 def _matrix_set_diag_batch(xs, batched, k):
-    x, d = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    x, d = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
     return _set_diag_op(x, d, k), True                 # the batch dims of x and the diagonal must agree
 
 
@@ -527,7 +529,7 @@ def _matrix_solve(a, b, adjoint):
 def _matrix_solve_batch(xs, batched, adjoint):
     a, b = xs
     if batched[0]:                                      # the batch dims of matrix and rhs must agree
-        a, b = batching.stacked_all(xs, batched, batching.batch_size_of(a))
+        a, b = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(a))
         return execute(_matrix_solve, (a, b), {"adjoint": adjoint}), True
     return _solve_columns(a, b, adjoint), True
 
@@ -623,9 +625,9 @@ def _substitute(tri, rhs, lower, batch):
 
 @_matrix_triangular_solve.def_batch
 def _matrix_triangular_solve_batch(xs, batched, lower, adjoint):
-    a, b = batching.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
+    a, b = vectorization.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
     if a._value.ndim > b._value.ndim:                   # (NumPy 1.x reads an rhs of one rank less as vectors)
-        b = batching.insert_axes(b, 0, a._value.ndim - b._value.ndim)
+        b = vectorization.insert_axes(b, 0, a._value.ndim - b._value.ndim)
     return execute(_matrix_triangular_solve, (a, b), {"lower": lower, "adjoint": adjoint}), True
 
 

@@ -31,11 +31,12 @@ from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute,
 from tapeflow.framework.shapes.known_values import cast_value
 from tapeflow.framework.shapes.symbolic_tensors import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
 from tapeflow.ops import half
+from tapeflow.ops.core import batching
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -799,27 +800,27 @@ def _matmul_batch(xs, batched, transpose_a, transpose_b):
     if ranks == [2, 2] and batched != (True, True):
         return (_batched_left(a, b, transpose_a, transpose_b) if batched[0]
                 else _batched_right(a, b, transpose_a, transpose_b)), True
-    return _matmul_op(*batching.align_ranks(xs, batched), transpose_a, transpose_b), True
+    return _matmul_op(*vectorization.align_ranks(xs, batched), transpose_a, transpose_b), True
 
 
 def _batched_left(a, b, ta, tb):
     """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
     if ta:
         a = array_ops.transpose(a, (0, 2, 1))
-    size, (m, k) = batching.batch_size_of(a), a._value.shape[1:]
+    size, (m, k) = vectorization.batch_size_of(a), a._value.shape[1:]
     rows = size * m if isinstance(size, int) and m is not None else -1     # -1 cannot be inferred when empty
     out = _matmul_op(array_ops.reshape(a, (rows, k)), b, False, tb)
-    return array_ops.reshape(out, batching.prepend(size, (m if m is not None else -1, out._value.shape[1])))
+    return array_ops.reshape(out, vectorization.prepend(size, (m if m is not None else -1, out._value.shape[1])))
 
 
 def _batched_right(a, b, ta, tb):
     """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
     out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
     bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
-    size, (n, k) = batching.batch_size_of(bt), bt._value.shape[1:]
+    size, (n, k) = vectorization.batch_size_of(bt), bt._value.shape[1:]
     rows = size * n if isinstance(size, int) and n is not None else -1
     out = _matmul_op(array_ops.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
-    out = array_ops.reshape(out, batching.prepend(size, (n if n is not None else -1, out._value.shape[1])))
+    out = array_ops.reshape(out, vectorization.prepend(size, (n if n is not None else -1, out._value.shape[1])))
     return array_ops.transpose(out, (0, 2, 1))
 
 

@@ -14,7 +14,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops import array_ops, batching, math_ops
+from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.grad_util import unbroadcast
@@ -23,6 +24,7 @@ from tapeflow.ops.nn_ops import (
 )
 from tapeflow.framework.shapes.shape_rules import static_int
 from tapeflow.ops import half
+from tapeflow.ops.core import batching
 
 
 # -- softmax cross-entropies --------------------------------------------------------
@@ -72,7 +74,7 @@ def _softmax_xent(logits, labels):
 def _softmax_xent_batch(xs, batched):
     # the examples' rows one after another: one [B*N, C] cross-entropy (a shared single row
     # of labels or logits broadcasts against all of them as it is)
-    size = batching.batch_size_of(xs[batched.index(True)])
+    size = vectorization.batch_size_of(xs[batched.index(True)])
     full = _broadcast_dims(*(x._value.shape[1:] if b else x._value.shape for x, b in zip(xs, batched)))
     rows = []
     for x, b in zip(xs, batched, strict=True):
@@ -80,11 +82,11 @@ def _softmax_xent_batch(xs, batched):
         if not b and shape[0] == 1:
             rows.append(x)
             continue
-        x = x if b else batching.broadcast_batch(x, size)
+        x = x if b else vectorization.broadcast_batch(x, size)
         if shape != full:
             if None in full:
                 raise batching.NotBatchable                 # broadcast known only when the graph runs
-            x = array_ops.broadcast_to(x, batching.prepend(size, full))
+            x = array_ops.broadcast_to(x, vectorization.prepend(size, full))
         rows.append(_as_rows(x))
     loss, backprop = execute(_softmax_xent, rows, {})
     return (_unfold(loss, size, full[:1]), _unfold(backprop, size, full)), True
@@ -136,8 +138,8 @@ def _sparse_softmax_xent(logits, labels):
 @_sparse_softmax_xent.def_batch
 def _sparse_softmax_xent_batch(xs, batched):
     # the examples' rows one after another: one [B*N, C] cross-entropy with B*N labels
-    size = batching.batch_size_of(xs[batched.index(True)])
-    logits, labels = batching.stacked_all(xs, batched, size)
+    size = vectorization.batch_size_of(xs[batched.index(True)])
+    logits, labels = vectorization.stacked_all(xs, batched, size)
     dims = logits._value.shape[1:]
     rows = array_ops.reshape(logits, [-1, size_inputs.dims_of(logits)[-1] if dims[1] is None else dims[1]])
     loss, backprop = execute(_sparse_softmax_xent, (rows, array_ops.reshape(labels, (-1,))), {})

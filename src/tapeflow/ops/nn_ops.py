@@ -24,10 +24,11 @@ from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_ran
 from tapeflow.ops import array_ops, math_ops, random_ops
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import batching
-from tapeflow.ops.batching import ELEMENTWISE, SAME_SHAPE
+from tapeflow.ops.core import vectorization
+from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops import half
+from tapeflow.ops.core import batching
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -393,9 +394,9 @@ def _bias_add_batch(xs, batched, data_format):
     rank = batching.example_rank(value, batched[0])
     after = rank - 2 if data_format == "NCHW" else 0    # example axes after the channel axis
     if after:                                           # y = x + b, b's entries along the channel axis
-        bias = batching.insert_axes(bias, bias._value.ndim, after)
+        bias = vectorization.insert_axes(bias, bias._value.ndim, after)
     if batched[1] and rank - 1 - after:                 # a batched b: its batch axis stays first
-        bias = batching.insert_axes(bias, 1, rank - 1 - after)
+        bias = vectorization.insert_axes(bias, 1, rank - 1 - after)
     return math_ops.add(value, bias), True
 
 

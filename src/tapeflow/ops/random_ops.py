@@ -21,10 +21,12 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, batching, math_ops
+from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.ops.core import batching
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -222,7 +224,7 @@ def _all_levels(make):
 
 def _with_sizes(sizes, dims):
     for size in reversed(sizes):
-        dims = batching.prepend(size, dims)
+        dims = vectorization.prepend(size, dims)
     return dims
 
 

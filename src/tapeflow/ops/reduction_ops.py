@@ -22,10 +22,11 @@ from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_misma
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, batching, slicing_ops
+from tapeflow.ops import array_ops, slicing_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.batching import REDUCTION
+from tapeflow.ops.core.batching import REDUCTION
 from tapeflow.ops.core.presets import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
 from tapeflow.ops import half
@@ -34,6 +35,7 @@ from tapeflow.ops.math_ops import (
     where, zeros_like,
 )
 from tapeflow.ops.unary_ops import exp, log, sqrt, square
+from tapeflow.ops.core import batching
 
 _INT32_64 = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
@@ -780,8 +782,8 @@ def _in_top_k(predictions, targets, k):
 @_in_top_k.def_batch
 def _in_top_k_batch(xs, batched, k):
     # the examples' rows one after another: one [B*N, C] check
-    size = batching.batch_size_of(xs[batched.index(True)])
-    predictions, targets = batching.stacked_all(xs, batched, size)
+    size = vectorization.batch_size_of(xs[batched.index(True)])
+    predictions, targets = vectorization.stacked_all(xs, batched, size)
     classes = predictions._value.shape[-1]
     rows = array_ops.reshape(predictions, [-1, size_inputs.dims_of(predictions)[-1] if classes is None else classes])
     out = execute(_in_top_k, (rows, array_ops.reshape(targets, (-1,))), {"k": k})

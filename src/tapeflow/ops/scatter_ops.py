@@ -23,7 +23,8 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import batching, constructor_ops, slicing_ops
+from tapeflow.ops import constructor_ops, slicing_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
@@ -31,6 +32,7 @@ from tapeflow.ops.grad_util import shape_tensor, zeros_of
 from tapeflow.ops.variables import _read_variable_shape
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import batching
 
 
 # -- gathers ------------------------------------------------------------------
@@ -81,7 +83,7 @@ def _gather_batch(xs, batched, axis, batch_dims):
         raise batching.NotBatchable
     axis %= rank_
     if batch_dims or all(batched):                      # the batch becomes one more batch dim
-        params, indices = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+        params, indices = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": batch_dims + 1}), True
     if batched[0]:                                      # the examples' params side by side: gather past the batch
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": 0}), True
@@ -352,8 +354,8 @@ def _gather_nd_batch(xs, batched):
         return execute(_gather_nd, xs, {}), True      # shared params: [B, I...] rows give [B, I..., R...]
     if indices._value.shape[-1] is None:
         raise batching.NotBatchable
-    size = batching.batch_size_of(params)
-    return _batch_gather_nd(params, indices if batched[1] else batching.broadcast_batch(indices, size), 1), True
+    size = vectorization.batch_size_of(params)
+    return _batch_gather_nd(params, indices if batched[1] else vectorization.broadcast_batch(indices, size), 1), True
 
 
 @_gather_nd.def_grad(reads_inputs=(1,))
@@ -502,9 +504,9 @@ def _scatter_nd(indices, updates, shape):
 def _scatter_nd_batch(xs, batched, shape=None):
     if len(xs) > 2 and batched[2]:
         raise batching.NotBatchable                     # a shape per example
-    size = batching.batch_size_of(xs[batched.index(True)])
-    indices, updates = batching.stacked_all(xs[:2], batched[:2], size)
-    dims = batching.prepend(size, shape if len(xs) == 2 else xs[2])
+    size = vectorization.batch_size_of(xs[batched.index(True)])
+    indices, updates = vectorization.stacked_all(xs[:2], batched[:2], size)
+    dims = vectorization.prepend(size, shape if len(xs) == 2 else xs[2])
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (_with_example_index(indices), updates, dims), {}), True
     return _scatter_nd_op(_with_example_index(indices), updates, dims), True
@@ -526,7 +528,7 @@ def _with_example_index(indices):
 
 def _scatter_batch(op_, xs, batched, attrs):
     """TensorScatter*: the stacked tensor [B, ...] updated at the example-numbered rows."""
-    tensor, indices, updates = batching.stacked_all(xs, batched, batching.batch_size_of(xs[batched.index(True)]))
+    tensor, indices, updates = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
     return execute(op_, (tensor, _with_example_index(indices), updates), attrs), True
 
 

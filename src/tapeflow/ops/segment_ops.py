@@ -20,9 +20,11 @@ from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
-from tapeflow.ops import array_ops, batching, constructor_ops
+from tapeflow.ops import array_ops, constructor_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
 from tapeflow.ops.unary_ops import sqrt
+from tapeflow.ops.core import batching
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
@@ -272,8 +274,8 @@ def _unsorted_batch(op_, xs, batched, attrs):
     if len(xs) == 3 and batched[2]:
         raise batching.NotBatchable                     # a segment count per example
     n = xs[2] if len(xs) == 3 else attrs["num_segments"]
-    size = batching.batch_size_of(xs[batched.index(True)])
-    data, ids = xs[0] if batched[0] else batching.broadcast_batch(xs[0], size), xs[1]
+    size = vectorization.batch_size_of(xs[batched.index(True)])
+    data, ids = xs[0] if batched[0] else vectorization.broadcast_batch(xs[0], size), xs[1]
     if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
         ids = cast(ids, dtypes.int64)
     id_rank = batching.example_rank(ids, batched[1])

@@ -28,7 +28,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops import batching
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
@@ -36,6 +36,7 @@ from tapeflow.ops.grad_util import shape_tensor
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops
 from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import batching
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
 _SLICE_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
@@ -235,7 +236,7 @@ def _strided_slice_grad_batch(xs, batched, **masks):
     if any(batched[:4]):
         raise batching.NotBatchable                     # a slice per example
     shape, *spec, dy = xs
-    shape = _prepend_entry(shape, batching.batch_size_of(dy))
+    shape = _prepend_entry(shape, vectorization.batch_size_of(dy))
     return execute(_strided_slice_grad_op, [shape] + _batch_spec(spec) + [dy], _batch_masks(masks)), True
 
 

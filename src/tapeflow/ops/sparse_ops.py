@@ -20,8 +20,9 @@ from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops.core import batching, vectorization
 from tapeflow.ops import (
-    array_ops, batching, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
+    array_ops, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
 from tapeflow.framework.shapes.known_values import constant_value, partial_value
 from tapeflow.ops.half import computes_in_float32
@@ -132,10 +133,10 @@ def _sparse_to_dense_batch(xs, batched, validate_indices=True):
     rank = output_shape._value.shape[0] if output_shape._value.shape else None
     if batched[0] or batched[1] or rank is None:
         raise batching.NotBatchable          # positions or shapes differ per example
-    size = batching.batch_size_of(values if batched[2] else default)
+    size = vectorization.batch_size_of(values if batched[2] else default)
     indices = array_ops.reshape(indices, [-1, rank])
     n = constructor_ops.shape(indices)[0]
-    values = values if batched[2] else batching.broadcast_batch(values, size)
+    values = values if batched[2] else vectorization.broadcast_batch(values, size)
     values = array_ops.reshape(array_ops.broadcast_to(array_ops.reshape(values, join_ops.stack([size, -1])),
                                                       join_ops.stack([size, n])), [-1])
     rows, shape = _batch_rows(indices, size), _batch_shape(size, output_shape)
@@ -329,14 +330,14 @@ def _sparse_dense_matmul_batch(xs, batched, adjoint_a=False, adjoint_b=False):
     indices, values, shape, b = xs
     if batched[0] or batched[2]:
         raise batching.NotBatchable          # the positions differ per example
-    size = batching.batch_size_of(values if batched[1] else b)
-    values = values if batched[1] else batching.broadcast_batch(values, size)
+    size = vectorization.batch_size_of(values if batched[1] else b)
+    values = values if batched[1] else vectorization.broadcast_batch(values, size)
     offsets = array_ops.expand_dims(constructor_ops.range(math_ops.cast(size, dtypes.int64)), 1)
     rows = array_ops.reshape(offsets * shape[0] + indices[:, 0], [-1])
     cols = array_ops.reshape(offsets * shape[1] + indices[:, 1], [-1])
     big_shape = join_ops.stack([math_ops.cast(size, dtypes.int64) * shape[0], math_ops.cast(size, dtypes.int64)
                                 * shape[1]])
-    b = b if batched[3] else batching.broadcast_batch(b, size)
+    b = b if batched[3] else vectorization.broadcast_batch(b, size)
     if adjoint_b:       # op(B_i) = B_i^H stacked by rows: the B_i side by side
         big_b = array_ops.reshape(array_ops.transpose(b, [1, 0, 2]), join_ops.stack([constructor_ops.shape(b)[1], -1]))
     else:
@@ -443,7 +444,7 @@ def _sparse_reduce_sum_batch(xs, batched, keep_dims=False):
     indices, values, shape, axes = xs
     if batched[0] or batched[2] or batched[3]:
         raise batching.NotBatchable
-    size = batching.batch_size_of(values)
+    size = vectorization.batch_size_of(values)
     rank = constructor_ops.size(shape)
     shifted = math_ops.floormod(axes, rank) + 1
     return execute(_sparse_reduce_sum, [_batch_rows(indices, size), array_ops.reshape(values, [-1]),

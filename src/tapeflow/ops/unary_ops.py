@@ -19,7 +19,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.batching import SAME_SHAPE
+from tapeflow.ops.core.batching import SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
 

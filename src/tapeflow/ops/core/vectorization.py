@@ -38,76 +38,8 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, record
+from tapeflow.ops.core.batching import BatchedTensor, ELEMENTWISE, FamilyRule, NotBatchable, SAME_SHAPE, example_rank
 from tapeflow.framework.tensor import Tensor
-
-
-
-class FamilyRule:
-    """A batching rule shared by an op family's preset: `fn(op_, xs, batched, attrs)`
-    gets the op it runs for (Note [batching rules])."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn):
-        self.fn = fn
-
-
-def _elementwise(op_, xs, batched, attrs):
-    return execute(op_, align_ranks(xs, batched), attrs), True
-
-
-def _passing(op_, xs, batched, attrs):
-    """Ops whose outputs are their inputs, one to one (IdentityN)."""
-    return execute(op_, xs, attrs), batched
-
-
-def _same_shape(op_, xs, batched, attrs):
-    """Elementwise ops whose inputs must have one shape (no broadcasting): the shared
-    inputs are broadcast to the batch (a view, eagerly)."""
-    return execute(op_, stacked_all(xs, batched, batch_size_of(xs[batched.index(True)])), attrs), True
-
-
-def _reduction(op_, xs, batched, attrs):
-    """Ops of one input reducing (or scanning) over the example axes in attr `axis`."""
-    return execute(op_, xs, {**attrs, "axis": shift_axes(attrs["axis"])}), True
-
-
-ELEMENTWISE = FamilyRule(_elementwise)     # elementwise with NumPy broadcasting
-SAME_SHAPE = FamilyRule(_same_shape)       # elementwise over inputs of one shape
-REDUCTION = FamilyRule(_reduction)         # one input, example axes in the attr `axis`
-PASSING = FamilyRule(_passing)             # output i is input i
-
-
-class BatchedTensor(Tensor):
-    """One example of a batch inside a vectorized function (Note [batching rules])."""
-
-    __slots__ = ("_stacked", "_level")
-
-    _is_batched = True
-
-    def __init__(self, stacked, level):
-        shape = stacked._value.shape
-        Tensor.__init__(self, Meta(None if shape is None else tuple(shape[1:]), stacked._value.dtype))
-        self._stacked = stacked
-        self._level = level
-
-    def numpy(self):
-        raise NotImplementedError(
-            "Cannot read the value of a tensor inside a vectorized function (tf.vectorized_map, a pfor "
-            "Jacobian): it stands for every example of the batch at once. Return it from the function instead.")
-
-    def __array__(self, dtype=None, copy=None):
-        self.numpy()
-
-    def __bool__(self):
-        raise OperatorNotAllowedInGraphError(
-            "Using a tensor inside a vectorized function as a Python `bool` is not allowed: its value "
-            "differs from example to example. Use tf.where or tf.cond.")
-
-    def __repr__(self):
-        return f"<tf.Tensor (vectorized) shape={self.shape} dtype={self.dtype.name}>"
-
-    __str__ = __repr__
 
 
 class _Level:
@@ -186,14 +118,13 @@ def apply(op_, inputs, attrs):
     return result
 
 
-class NotBatchable(Exception):
-    """Raised by a rule for inputs it cannot vectorize (a batched size argument): the op
-    then runs once per example, as if it had no rule."""
-
-
 def _run_rule(op_, xs, batched, attrs, level):
     rule = op_.batch_rule
     try:
+        if rule is ELEMENTWISE:
+            return execute(op_, align_ranks(xs, batched), attrs), True
+        if rule is SAME_SHAPE:                         # the shared inputs broadcast to the batch (a view, eagerly)
+            return execute(op_, stacked_all(xs, batched, batch_size_of(xs[batched.index(True)])), attrs), True
         if type(rule) is FamilyRule:
             return rule.fn(op_, xs, batched, attrs)
         if rule is not None:
@@ -231,11 +162,6 @@ def _user_stacklevel():
 
 
 # -- helpers for rules -----------------------------------------------------------------
-
-def example_rank(x, is_batched):
-    """The rank of one example of `x` (None when unknown)."""
-    ndim = x._value.ndim
-    return None if ndim is None else ndim - 1 if is_batched else ndim
 
 
 def align_ranks(xs, batched):
@@ -322,14 +248,6 @@ def _with_batch(size, x):
 def stacked_all(xs, batched, size):
     """Every input in stacked form (unbatched ones repeated for each example)."""
     return [x if b else broadcast_batch(x, size) for x, b in zip(xs, batched)]
-
-
-def shift_axes(axes, count=1):
-    """Example axes (non-negative ints, or one int) as axes of the stacked tensor."""
-    if isinstance(axes, int):
-        return axes + count
-    return tuple(a + count for a in axes)
-
 
 
 # Note [functions in vectorized code]: a function traced while vectorizations are active
