@@ -12,7 +12,7 @@ the row in), the check is:
 * when TensorFlow is installed: dtypes, values, gradients and None-ness agree with
   TensorFlow's on the same half-precision inputs;
 * traced by tf.function with the inputs as arguments (so that compiled plans keep values
-  wide between half kernels, Note [half precision in plans] in ops/half.py), the row gives
+  wide between half kernels, Note [half precision in plans] in ops/core/half.py), the row gives
   bit for bit what it gives eagerly, when it traces at all (as its float32 run does).
 
 For a dtype the row leaves out, TensorFlow must refuse the row (so that `half_dtypes` stays

@@ -169,7 +169,7 @@ def test_multiply_no_nan_complex_gradient_conjugates():
 
 def test_half_precision_einsum_and_bias_gradient_accumulate_in_float32():
     """float16 einsum and the bfloat16 bias_add gradient add up in float32, as TensorFlow's own
-    matmul and reductions do (Note [half precision] in ops/half.py); TensorFlow's CPU Einsum for
+    matmul and reductions do (Note [half precision] in ops/core/half.py); TensorFlow's CPU Einsum for
     float16 and BiasAddGrad for bfloat16 add up in the half type, so 4096 ones sum to 2048 (256)."""
     def sums(tf):
         ones = tf.ones([4096], tf.float16)

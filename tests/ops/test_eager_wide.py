@@ -1,5 +1,5 @@
 """Eager float16 tensors keep their float32 values (Note [wide values of eager tensors] in
-ops/half.py).
+ops/core/half.py).
 
 The kept value must be, bit for bit, the float16 value widened; kernels read it instead of
 widening, so the numbers must be those of a run that keeps none and of the compiled plan;
@@ -14,7 +14,7 @@ import pytest
 
 import tapeflow as tf
 from tapeflow.framework import op_def
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 
 F16 = np.dtype(np.float16)
 

@@ -1,4 +1,4 @@
-"""Half precision computed in float32 (ops/half.py, Note [half precision]).
+"""Half precision computed in float32 (ops/core/half.py, Note [half precision]).
 
 The conversions are exact (checked against NumPy's casts); ops that TensorFlow
 accumulates in float32 give its sums where float16 or bfloat16 accumulation
@@ -14,7 +14,7 @@ import pytest
 
 import tapeflow as tf
 from differential import same
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 65504.0, 65519.99, 65520.0, -65520.0, 1e6, np.inf, -np.inf, np.nan,
                     6.1035156e-05, 6.0975552e-05, 5.9604645e-08, 2.9802322e-08, 2.9802326e-08, 8.9406967e-08,

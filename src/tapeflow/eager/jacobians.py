@@ -1,7 +1,7 @@
 """Full and batch Jacobians from a tape.
 
 Note [vectorized Jacobians]: with `experimental_use_pfor=True` (the default)
-the backprop runs once, seeded with a batched output gradient (ops/core/vectorization.py)
+the backprop runs once, seeded with a batched output gradient (ops/vectorization.py)
 whose examples are the rows of the identity: each gradient rule then runs
 once on all rows through the batching rules of the ops it uses, and the
 stacked source gradients are the Jacobian.  With `experimental_use_pfor=False`
@@ -18,7 +18,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.eager.backprop import UnconnectedGradients
 from tapeflow.ops import array_ops
-from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops.vectorization import vectorizing
 from tapeflow.ops.variables import Variable
 
 

@@ -45,7 +45,7 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #   kernel          `kernel(*arrays, **attrs) -> array | tuple of arrays`.
 #   allowed         NumPy dtypes accepted for input 0 by `kernel` (None: any).
 #   half            the kernel for float16 and bfloat16 inputs, or None; declared as a factory
-#                   of ops/half.py that makes it from `kernel` (Note [half precision] there).
+#                   of ops/core/half.py that makes it from `kernel` (Note [half precision] there).
 #                   Those dtypes move from `allowed` to `half_dtypes`, so `execute` picks it
 #                   in its dtype check's failure branch and other dtypes pay nothing for it
 #                   (with `allowed` None, `kernel` takes them too).  Code that runs kernels
@@ -89,7 +89,7 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #                   attrs, tangents) -> output tangents`, or None to derive it
 #                   from the gradient rule (Note [JVP by double transpose] in eager/forwardprop.py).
 #   batch_rule      the vectorization rule: ELEMENTWISE, a rule, or None to run the op once per
-#                   example (Note [batching rules] in ops/core/vectorization.py).
+#                   example (Note [batching rules] in ops/vectorization.py).
 
 ALL = True      # `grad_reads_inputs=ALL`: the gradient reads every input
 
@@ -196,7 +196,7 @@ class Op:
 
     def def_batch(self, fn):
         """Declares the batching rule of this op (decorator; Note [batching rules] in
-        ops/core/vectorization.py)."""
+        ops/vectorization.py)."""
         self.batch_rule = fn
         return fn
 
@@ -366,7 +366,7 @@ def execute(op_, inputs, attrs):
 
     This is the only path by which tensors are made from other tensors.
     """
-    if state.vmaps:                  # inside a vectorized function (ops/core/vectorization.py)
+    if state.vmaps:                  # inside a vectorized function (ops/vectorization.py)
         for t in inputs:
             if t._is_batched:
                 return state.vmaps[-1].apply(op_, inputs, attrs)
@@ -414,7 +414,7 @@ def execute(op_, inputs, attrs):
 
 def _execute_wide(op_, kernel, inputs, values, attrs):
     """`execute`'s eager call of a half kernel: the result keeps its float32 value for the half
-    kernels that read it (Note [wide values of eager tensors] in ops/half.py)."""
+    kernels that read it (Note [wide values of eager tensors] in ops/core/half.py)."""
     try:
         out, wide = kernel.eager(inputs, values, attrs)
     except (ValueError, IndexError, np.linalg.LinAlgError) as e:
@@ -513,7 +513,7 @@ def _graph_op(op_, inputs, attrs, metas=None):
 def build_with_metas(op_, inputs, attrs, metas):
     """Adds `op_` to the graph being built with the output Metas its caller worked
     out (control-flow ops, from their traced functions), and records it on tapes."""
-    if state.vmaps:                  # inside a vectorized function (ops/core/vectorization.py)
+    if state.vmaps:                  # inside a vectorized function (ops/vectorization.py)
         for t in inputs:
             if t._is_batched:
                 return state.vmaps[-1].apply(op_, inputs, attrs)

@@ -28,12 +28,12 @@ class Tensor:
     (TensorShape([1, 2]), tf.float32)
     """
 
-    # _device: Note [recorded placement]; _wide: Note [wide values of eager tensors] in ops/half.py
+    # _device: Note [recorded placement]; _wide: Note [wide values of eager tensors] in ops/core/half.py
     __slots__ = ("_value", "_id", "_device", "_wide", "__weakref__")
 
     _is_variable = False        # see Variable
     _is_symbolic = False        # see SymbolicTensor
-    _is_batched = False         # see ops/core/vectorization.py
+    _is_batched = False         # see ops/vectorization.py
     __array_priority__ = 100
 
     def __init__(self, value):

@@ -16,7 +16,7 @@ import numpy as np
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import ALL, build_with_metas, op
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
@@ -26,7 +26,7 @@ from tapeflow.ops import gradient_rules
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, scatter_ops
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import size_inputs
 from tapeflow.ops.core import batching
 
 def _trainable(t):
@@ -81,7 +81,7 @@ def _add(a, b):
 
 def _build(op_, inputs, attrs, metas):
     """Adds a control-flow op to the graph; on batched inputs, its batching rule runs instead
-    (Note [functions in vectorized code] in ops/core/vectorization.py)."""
+    (Note [functions in vectorized code] in ops/vectorization.py)."""
     if state.vmaps and any(t._is_batched for t in inputs):
         return state.vmaps[-1].apply(op_, inputs, attrs)
     return build_with_metas(op_, inputs, attrs, metas)

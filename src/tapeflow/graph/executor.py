@@ -12,7 +12,7 @@ import numpy as np
 from tapeflow.framework import device as device_lib
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.tensor import Tensor
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import lanes
 from tapeflow.graph.graph import Operation, SymbolicTensor, _const
@@ -67,7 +67,7 @@ def _cse_key(op, ins):
 
 def _kernel(op):
     """The op's kernel for its first input's dtype, chosen once per plan: its half kernel
-    for float16 and bfloat16 when it declares one (Note [half precision] in ops/half.py)."""
+    for float16 and bfloat16 when it declares one (Note [half precision] in ops/core/half.py)."""
     op_def = op.op_def
     if op_def.half is None or not op.inputs:
         return op_def.kernel
@@ -76,7 +76,7 @@ def _kernel(op):
 
 def _plan_kernels(steps, keep, known, template):
     """Each step's kernel; half steps that read or write wide slots run through
-    `half.plan_kernel` (Note [half precision in plans] in ops/half.py).  Constants read
+    `half.plan_kernel` (Note [half precision in plans] in ops/core/half.py).  Constants read
     only by half steps are widened here, once."""
     kernels = [_kernel(op) for op, *_ in steps]
     halves = {n: op.inputs[0].dtype._np for n, (op, *_) in enumerate(steps)      # step -> its half dtype

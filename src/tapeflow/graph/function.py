@@ -37,7 +37,7 @@ from tapeflow.graph import function_type
 from tapeflow.graph.session import _placeholder
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import grad_util
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.graph.gradients import gradients
 
@@ -220,7 +220,7 @@ def _call_grad(op, *dys):
 
 @_call.def_batch
 def _call_batch(xs, batched, f, fed=False, export=False):
-    # Note [functions in vectorized code] in ops/core/vectorization.py: a call of f on batched values
+    # Note [functions in vectorized code] in ops/vectorization.py: a call of f on batched values
     # is a call of f's body vectorized, traced once per batched pattern and shapes
     n = len(xs) - len(f.graph.variables)                # the variables come last, never batched
     args, flags = xs[:n], tuple(batched[:n])
@@ -427,7 +427,7 @@ def inline(function, inputs, mapping=None, skip_writes=False):
 def run_body(function, inputs, side_values=None, export=False):
     """`function`'s body run op by op on `inputs` in the graph being built, the ops meeting
     batched values through their batching rules (Note [functions in vectorized code] in
-    ops/core/vectorization.py); `side_values` feed its side tensors, `export` returns them too."""
+    ops/vectorization.py); `side_values` feed its side tensors, `export` returns them too."""
     from tapeflow.ops import random_ops
     graph = state.graphs[-1]
     mapping = {p._id: t for p, t in zip(function.inputs, inputs, strict=True)}

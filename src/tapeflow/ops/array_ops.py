@@ -3,7 +3,7 @@ clip_by_norm, and `newaxis`.
 
 Index-like arguments (shapes, permutations, axes, multiples) are static attrs
 of the ops; in graphs, sizes known only when the graph runs are int tensor
-inputs instead (see `ops/core/size_inputs`, Note [size inputs]).  Each gradient is
+inputs instead (see `ops/size_inputs`, Note [size inputs]).  Each gradient is
 written with tapeflow ops, so it can be differentiated again, and reads no
 input value it does not need (Note [static shapes in gradients] in grad_util).
 The tensor constructors live in `constructor_ops`, joins, splits and pads in
@@ -22,8 +22,8 @@ from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import identity_value
 from tapeflow.ops.grad_util import reshape_like, unbroadcast

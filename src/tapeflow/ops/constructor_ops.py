@@ -5,7 +5,7 @@ Constructors from Python values make constants; `fill` is differentiable in
 its value, `linspace` (built from ops) in its start and stop, and `range` is
 not differentiable, all as in TensorFlow.  In graphs, `zeros`, `ones` and
 `fill` of a shape known only when the graph runs are "Fill" ops taking the
-shape as an int tensor input (Note [size inputs] in `ops/core/size_inputs`).
+shape as an int tensor input (Note [size inputs] in `ops/size_inputs`).
 """
 
 import builtins
@@ -21,8 +21,8 @@ from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops

@@ -25,11 +25,11 @@ from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import size_inputs
 from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
-from tapeflow.ops import half
-from tapeflow.ops.half import computes_in_float32
+from tapeflow.ops.core import half
+from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.ops.core import batching
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
@@ -256,7 +256,7 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
     3, "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
 
 
-# -- batching rules (ops/core/vectorization.py) ---------------------------------------------------
+# -- batching rules (ops/vectorization.py) ---------------------------------------------------
 # Note [batched convolutions]: examples sharing the filter are one convolution of B*N
 # images (the batch folded into N).  B filters meeting one input are one convolution with
 # B*O output channels (folded into O); likewise BackpropInput folds batched filters into
@@ -271,7 +271,7 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # shape per example) is NotBatchable.
 
 from tapeflow.ops import math_ops  # noqa: E402
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 
 
 def _dims(x):

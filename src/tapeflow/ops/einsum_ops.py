@@ -32,9 +32,9 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.ops.grad_util import sum_like
-from tapeflow.ops.half import computes_in_float32
+from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.framework.shapes.matrix_shape_rules import broadcast_dims, merge_dims, meta
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops

@@ -9,7 +9,7 @@ read it when the graph runs.
 import numpy as np
 
 from tapeflow.framework.op_def import op
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
 from tapeflow.ops.core import batching

@@ -1,7 +1,7 @@
 """Joins, splits and pads: `stack`, `unstack`, `concat`, `split`, `pad`.
 
 Axes and sizes are static attrs; in graphs, split sizes known only when the
-graph runs are an int tensor input (Note [size inputs] in `ops/core/size_inputs`),
+graph runs are an int tensor input (Note [size inputs] in `ops/size_inputs`),
 and the gradient of a concat whose sizes are unknown until then slices its
 inputs' blocks at offsets read when the graph runs.  A pad joins the input
 with constant or mirrored borders; its gradient is the inner block of `dy`
@@ -19,8 +19,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
 from tapeflow.framework.shapes.known_values import concat_value, pack_value, unpack_value
 from tapeflow.ops.constructor_ops import _int_input, int_input

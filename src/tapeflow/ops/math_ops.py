@@ -31,11 +31,11 @@ from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute,
 from tapeflow.framework.shapes.known_values import cast_value
 from tapeflow.framework.shapes.symbolic_tensors import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.grad_util import binary_grads, unbroadcast
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
@@ -76,7 +76,7 @@ def _mul_jvp(inputs, outputs, attrs, tangents):
 
 # `into`: the kernel is a plain ufunc, a plan may compute it into a dying input's buffer
 # (Note [buffer reuse] in graph/executor.py).  `half`: float16 and bfloat16 computed in
-# float32 and rounded once, the correctly rounded result (Note [half precision] in ops/half.py).
+# float32 and rounded once, the correctly rounded result (Note [half precision] in ops/core/half.py).
 @binary_op("AddV2", dtypes=NUMERIC_TYPES + (dtypes.string,), into=np.add, accepts_indexed_slices=True,
            jvp=_sum_jvp(1), half=half.in_float32_ufunc(np.add))
 def add_v2(x, y):

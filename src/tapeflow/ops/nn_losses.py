@@ -15,15 +15,15 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.grad_util import unbroadcast
 from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
 )
 from tapeflow.framework.shapes.shape_rules import static_int
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 
 

@@ -22,12 +22,12 @@ from tapeflow.ops.variables import Variable
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, random_ops
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 
 _FLOAT_NP = dtypes.FLOAT_NP
@@ -204,7 +204,7 @@ def selu(features, name=None):
 def _rows(x):
     """(array, axis): a fresh copy of x as 2-D [rows, classes] or, for short rows, class-major
     [classes, rows] (Note [short rows]); `axis` is the class axis.  (Half precision reaches the
-    kernels as float32: Note [half precision] in ops/half.py.)"""
+    kernels as float32: Note [half precision] in ops/core/half.py.)"""
     c = x.shape[-1]
     x2 = x.reshape(math.prod(x.shape[:-1]), c)       # not -1, which a size-0 class axis leaves undetermined
     if c <= 32 and x2.shape[0] > 1:

@@ -23,13 +23,13 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, slicing_ops
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.batching import REDUCTION
 from tapeflow.ops.core.presets import reduction_op
 from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.math_ops import (
     _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
     where, zeros_like,
@@ -683,7 +683,7 @@ TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 @op("TopKV2", dtypes=REAL_TYPES, same_dtype=False, num_outputs=2, shape=shape_rules.top_k_shape)
 def _top_k(x, k, sorted, index_type):  # noqa: A002
-    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in ops/core/size_inputs)
+    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in ops/size_inputs)
     if x.ndim == 0:
         raise ValueError(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
     n = x.shape[-1]

@@ -24,8 +24,8 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
 from tapeflow.ops import constructor_ops, slicing_ops
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
 from tapeflow.ops.grad_util import shape_tensor, zeros_of

@@ -21,7 +21,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.ops import array_ops, constructor_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import vectorization
 from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
 from tapeflow.ops.unary_ops import sqrt
 from tapeflow.ops.core import batching

@@ -28,8 +28,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
 from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
 from tapeflow.ops.grad_util import shape_tensor

@@ -17,8 +17,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.ops.core import vectorization
-from tapeflow.ops.core import size_inputs
+from tapeflow.ops import vectorization
+from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes.shape_rules import shape_error
 from tapeflow.ops import array_ops, math_ops
 

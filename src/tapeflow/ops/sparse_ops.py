@@ -20,12 +20,13 @@ from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.core import batching, vectorization
+from tapeflow.ops import vectorization
+from tapeflow.ops.core import batching
 from tapeflow.ops import (
     array_ops, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
 from tapeflow.framework.shapes.known_values import constant_value, partial_value
-from tapeflow.ops.half import computes_in_float32
+from tapeflow.ops.core.half import computes_in_float32
 
 _INT64 = np.dtype(np.int64)
 

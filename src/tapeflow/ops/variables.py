@@ -40,7 +40,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import half
+from tapeflow.ops.core import half
 from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
 
 
@@ -308,7 +308,7 @@ class Variable(metaclass=_VariableCreation):
             read = execute(_read_variable, (self,), {})
             if state.graphs:
                 return read
-        pair = self._wide_pair                  # a half value's wide value (ops/half.py)
+        pair = self._wide_pair                  # a half value's wide value (ops/core/half.py)
         if pair is not None and pair[0] is read._value:
             read._wide = pair[1]
         return read
@@ -443,9 +443,9 @@ class Variable(metaclass=_VariableCreation):
         can observe the write and the array is updated in place.
 
         `delta_tensor`: the eager tensor whose array `delta` is, if any (a half one may
-        keep its wide value, Note [wide values of eager tensors] in ops/half.py).
+        keep its wide value, Note [wide values of eager tensors] in ops/core/half.py).
         """
-        if self._value.dtype in half.HALF_NP:          # Note [half precision] in ops/half.py
+        if self._value.dtype in half.HALF_NP:          # Note [half precision] in ops/core/half.py
             self._update_half(ufunc, delta, getattr(delta_tensor, "_wide", None))
             return
         if type(self._value) is np.ndarray and sys.getrefcount(self._value) <= 2 and np.shape(delta) == self._value.shape:

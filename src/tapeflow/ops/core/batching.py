@@ -1,4 +1,12 @@
-"""TODO docstring."""
+"""Batching kinds and batched tensors: what an op record says about vectorizing it.
+
+An op declares how it runs on a batch with its record's `batch` field: one of the
+kinds below (a `FamilyRule` shared by a family's preset) or a rule of its own
+(Note [batching rules] in ops/vectorization.py, which runs them).  This module
+holds what those declarations need and nothing that builds ops, so the presets
+and every family can import it.
+"""
+
 from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.op_def import execute
 from tapeflow.framework.shapes.abstract_values import Meta
@@ -26,7 +34,7 @@ def _reduction(op_, xs, batched, attrs):
 
 
 # The two elementwise kinds are run by the vectorization driver itself (`_run_rule` in
-# ops/core/vectorization.py), which may use ops: they carry no function.
+# ops/vectorization.py), which may use ops: they carry no function.
 ELEMENTWISE = FamilyRule(None)             # elementwise with NumPy broadcasting: ranks aligned, kernel once
 
 
