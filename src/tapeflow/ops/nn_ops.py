@@ -599,11 +599,3 @@ def _partitioned_lookup(params, ids):
     if None in rest:                     # graphs: row sizes read at run time
         return array_ops.reshape(placed, list(ids._value.shape) + size_inputs.dims_of(placed)[1:])
     return array_ops.reshape(placed, ids._value.shape + rest)
-
-
-# -- cross-entropies (Note [module split] in math_ops.py) ------------------------------
-
-from tapeflow.ops.nn_losses import (  # noqa: E402
-    log_poisson_loss, sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits,
-    sparse_softmax_cross_entropy_with_logits, weighted_cross_entropy_with_logits,
-)
