@@ -11,11 +11,12 @@ import numpy as np
 
 from tapeflow.framework import device as device_lib
 from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.symbolic import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops import half
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import lanes
-from tapeflow.graph.graph import Operation, SymbolicTensor, _const
+from tapeflow.graph.graph import Operation
 
 
 def _needed_ops(fetch_ops, feeds, extra_ops):
