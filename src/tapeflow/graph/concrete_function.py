@@ -213,7 +213,7 @@ class ConcreteFunction:
         forward, but must not recompute these: a variable may have changed since
         the call, a random op would draw again.  A call recorded by a tape exports
         their values as extra outputs (`export`), and its gradient feeds them to the
-        backward function (`fed`); writes are never re-run there (`_trace_backward`)."""
+        backward function (`fed`); writes are never re-run there (`inline`)."""
         if self._side is None:
             self._side = [t for op_ in self.graph._ops if op_.outputs and _keeps_state(op_) for t in op_.outputs]
         return self._side
@@ -322,12 +322,12 @@ def _trace_backward(forward, keep_slices):
 
 def copy_ops(ops, mapping, fetches, add_op):
     """Note [graph copies]: a function's graph is copied op by op into the graph being
-    built in two places: a backward function copies its forward (`inline`), and a
-    call meeting batched values runs its body through the batching rules (`run_body`).
-    This is the one loop both use.  `add_op(op, inputs)` adds the copy of `op` on its
-    inputs looked up in `mapping` (original tensor id -> copy; what is not in it, such
-    as a captured outer value or a variable, is used as it is); the copy's outputs are
-    recorded in `mapping`.  Returns `fetches` mapped to their copies."""
+    built in two places: a backward function copies its forward (`inline`), and the
+    batching rules of calls, If and While run a function's body on batched values
+    (`run_body`).  This is the one loop both use.  `add_op(op, inputs)` adds the copy
+    of `op` on its inputs looked up in `mapping` (original tensor id -> copy; what is
+    not in it, such as a captured outer value or a variable, is used as it is); the
+    copy's outputs are recorded in `mapping`.  Returns `fetches` mapped to their copies."""
     for fop in ops:
         result = add_op(fop, [mapping.get(t._id, t) if isinstance(t, Tensor) else t for t in fop.inputs])
         for old, new in zip(fop.outputs, (result,) if fop.op_def.num_outputs == 1 else result):
