@@ -61,7 +61,7 @@ def plan_of(step):
 
 def describe_plan(concrete, plan):
     graph_ops = collections.Counter(op.type for op in concrete.graph._ops)
-    steps = collections.Counter(s[-1].type for s in plan._steps)
+    steps = collections.Counter(s.op.type for s in plan._steps)
     print(f"traced graph: {sum(graph_ops.values())} ops; compiled plan: {len(plan._steps)} steps "
           f"(after pruning, constant folding and CSE)")
     print("  plan steps by type: " + ", ".join(f"{t} {n}" for t, n in steps.most_common()))
@@ -97,16 +97,16 @@ def kernel_times(plan, feeds, variables, repeats):
     for index, value in zip(plan._feed_slots, feeds):
         slots[index] = value
     calls = []
-    for kernel, ins, attrs, out, single, variables_, frees, buffer, op in plan._steps:
-        args = [slots[i] for i in ins]
-        for k, var in variables_:
+    for step in plan._steps:
+        args = [slots[i] for i in step.ins]
+        for k, var in step.variables:
             args[k] = var._value
-        calls.append((op, kernel, args, attrs))
-        result = kernel(*args, **attrs)
-        if single:
-            slots[out] = result
+        calls.append((step.op, step.kernel, args, step.attrs))
+        result = step.kernel(*args, **step.attrs)
+        if step.single:
+            slots[step.out] = result
         else:
-            for index, value in zip(out, result):
+            for index, value in zip(step.out, result):
                 slots[index] = value
     perf = time.perf_counter
     times = []
@@ -156,7 +156,7 @@ def breakdown(step, plan, feeds, variables, per_call, unit, floor=None, top_step
     best = {name: min(v) for name, v in samples.items()}
     med["kernels"] = sum(statistics.median(v) for v in per_step.values())   # robust to a preempted step
     best["kernels"] = sum(min(v) for v in per_step.values())
-    steps = [(s[-1], statistics.median(per_step[n])) for n, s in enumerate(plan._steps)]
+    steps = [(s.op, statistics.median(per_step[n])) for n, s in enumerate(plan._steps)]
     totals, counts = collections.Counter(), collections.Counter()
     for op, seconds in steps:
         totals[op.type] += seconds

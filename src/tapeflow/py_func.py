@@ -12,7 +12,7 @@ or graph that holds the op, so the kernel records them on a tape of its own
 op's gradient was built in a graph), watching the float inputs.  The run's
 record (that tape, its inputs and outputs) is the op's output 0, a variant
 scalar: it lives as long as the tensor does, goes with the other outputs of a
-call to a backward function (Note [call side outputs] in graph/function.py), and
+call to a backward function (Note [call side outputs] in graph/concrete_function.py), and
 every run of the op has its own.  The op's gradient is another py_function
 that asks the record's tape for the gradients of the run's outputs with
 respect to its inputs, as TensorFlow's EagerPyFunc gradient does.  A float input

@@ -12,7 +12,7 @@ from tapeflow.graph.executor import Plan
 
 
 def _plan_types(plan):
-    return [step[-1].type for step in plan._steps]
+    return [step.op.type for step in plan._steps]
 
 
 def _traced(fn, *args):
@@ -64,7 +64,7 @@ def test_plan_frees_intermediates_after_their_last_use():
         x = tf.compat.v1.placeholder(tf.float32, [3])
         y = tf.exp(tf.sin(tf.cos(x)))
     plan = Plan(g, [y], [x])
-    freed = [slot for step in plan._steps for slot in step[6]]
+    freed = [slot for step in plan._steps for slot in step.frees]
     assert len(freed) == 2           # cos and sin outputs; the feed and the fetch stay
     assert plan._feed_slots[0] not in freed
 
@@ -110,7 +110,7 @@ def test_update_copies_when_a_read_is_still_alive():
 
 
 def _reused(plan):
-    return [(step[-1].type, step[7]) for step in plan._steps if step[7] is not None]
+    return [(step.op.type, step.buffer) for step in plan._steps if step.buffer is not None]
 
 
 def test_elementwise_steps_reuse_dying_buffers():

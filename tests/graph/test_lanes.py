@@ -20,7 +20,7 @@ def _groups(plan, threads=0):
 
 
 def _lane_types(plan, group):
-    return [[plan._steps[n][-1].type for n in lane] for lane in group]
+    return [[plan._steps[n].op.type for n in lane] for lane in group]
 
 
 def _graph_plan(build):

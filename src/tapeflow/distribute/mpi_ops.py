@@ -22,7 +22,7 @@ order (Note [plan order] in graph/executor.py), and every worker traces the
 same program, so the order is the same everywhere.  A backward function runs
 only what its outputs need, but that set follows from the graph alone, so it
 is again the same on every worker; the forward collectives' outputs reach it
-as fed side values (Note [call side outputs] in graph/function.py) and never
+as fed side values (Note [call side outputs] in graph/concrete_function.py) and never
 run twice.  Eagerly, a collective whose inputs are all plain tensors checks
 the workers' dtypes and shapes before the op runs, so a mismatch raises the
 ValueError of Note [MPI collectives] itself; in a graph the kernel checks when

@@ -15,19 +15,19 @@ import numpy as np
 
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, build_with_metas, op
-from tapeflow.ops import vectorization
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable
-from tapeflow.graph.function import ConcreteFunction, FuncGraph, Function, run_body
-from tapeflow.graph.graph import Meta, SymbolicTensor, known_rank
-from tapeflow.ops import gradient_rules
-from tapeflow.framework.export import tf_export
-from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, scatter_ops
+from tapeflow.ops import array_ops, gradient_rules, math_ops, scatter_ops
+from tapeflow.ops import vectorization
 from tapeflow.ops import size_inputs
+from tapeflow.ops.variables import Variable
+from tapeflow.graph.concrete_function import ConcreteFunction, run_body
+from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.ops.core import batching
+
 
 def _trainable(t):
     return t._value.dtype in dtypes.TRAINABLE_NP
@@ -44,7 +44,7 @@ def _trace(fn, arg_metas, name):
         args = [graph._new_placeholder(m.shape, m.dtype, "arg") for m in arg_metas]
         graph.inputs = args
         result = fn(args)
-        flat = [Function._output(graph, convert_to_tensor(o) if not isinstance(o, Tensor) else o)
+        flat = [output_of(graph, convert_to_tensor(o) if not isinstance(o, Tensor) else o)
                 for o in nest.flatten(result)]
     return ConcreteFunction(graph, result, flat), result
 
@@ -234,7 +234,7 @@ def _traced(fn):
     graph = FuncGraph("vectorized_control_flow", outer_graph=None)
     with vectorization.per_example_trace(), graph.as_default():
         result = fn()
-        flat = [Function._output(graph, o) for o in nest.flatten(result)]
+        flat = [output_of(graph, o) for o in nest.flatten(result)]
     f = ConcreteFunction(graph, result, flat)
     return f._structured(f._call_flat([]))
 

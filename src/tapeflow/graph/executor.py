@@ -7,15 +7,44 @@ when the plan is built, and each step frees the slots whose last reader it
 was, so intermediates die as early as in eager mode.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from tapeflow.framework import device as device_lib
 from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.core import half
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import lanes
-from tapeflow.graph.graph import Operation, SymbolicTensor, _const
+from tapeflow.graph.graph import Operation
+
+
+class _Call(NamedTuple):
+    """A step while the plan is being built: an op and its slots."""
+    op: Operation
+    ins: tuple              # input slots
+    variables: tuple        # (input position, Variable) for each variable input
+    outs: tuple             # output slots
+
+
+class Step(NamedTuple):
+    """One kernel call of a built plan, as the generated code makes it (Note [generated
+    plans]); lanes.py groups them (Note [parallel lanes])."""
+    kernel: object          # the function called: the op's kernel, or one chosen for half precision
+    ins: tuple              # input slots
+    attrs: dict             # keyword arguments (with `donated`: Note [donated inputs])
+    out: object             # the output slot; a tuple of slots when not `single`
+    single: bool            # the op has one output
+    variables: tuple        # (input position, Variable): read when the step runs
+    frees: tuple            # slots whose last reader this step is, deleted after it
+    buffer: object          # the dying input slot the result is written into (Note [buffer reuse]), or None
+    op: Operation
+
+    def made(self):
+        """The slots this step assigns."""
+        return (self.out,) if self.single else self.out
 
 
 def _needed_ops(fetch_ops, feeds, extra_ops):
@@ -78,14 +107,14 @@ def _plan_kernels(steps, keep, known, template):
     """Each step's kernel; half steps that read or write wide slots run through
     `half.plan_kernel` (Note [half precision in plans] in ops/core/half.py).  Constants read
     only by half steps are widened here, once."""
-    kernels = [_kernel(op) for op, *_ in steps]
-    halves = {n: op.inputs[0].dtype._np for n, (op, *_) in enumerate(steps)      # step -> its half dtype
+    kernels = [_kernel(call.op) for call in steps]
+    halves = {n: call.op.inputs[0].dtype._np for n, call in enumerate(steps)      # step -> its half dtype
               if isinstance(kernels[n], half.HalfKernel)}
     if not halves:
         return kernels
     readers = {}
-    for n, (_, ins, *_) in enumerate(steps):
-        for index in ins:
+    for n, call in enumerate(steps):
+        for index in call.ins:
             readers.setdefault(index, []).append(n)
 
     def only_half_readers(index, dtype):
@@ -93,8 +122,8 @@ def _plan_kernels(steps, keep, known, template):
 
     wide = set()
     for n, dtype in halves.items():
-        op, _, _, outs, _ = steps[n]
-        if len(outs) == 1 and op.outputs[0]._value.dtype == dtype and only_half_readers(outs[0], dtype):
+        outs = steps[n].outs
+        if len(outs) == 1 and steps[n].op.outputs[0]._value.dtype == dtype and only_half_readers(outs[0], dtype):
             wide.add(outs[0])
     for index in known:
         value = template[index]
@@ -102,7 +131,7 @@ def _plan_kernels(steps, keep, known, template):
             template[index] = half.to_float32(value)
             wide.add(index)
     for n, dtype in halves.items():
-        ins, outs = steps[n][1], steps[n][3]
+        ins, outs = steps[n].ins, steps[n].outs
         wide_out = len(outs) == 1 and outs[0] in wide
         if wide_out or any(index in wide for index in ins):
             kernels[n] = half.plan_kernel(kernels[n], dtype, wide_out)
@@ -113,10 +142,10 @@ def _dying_own_slots(steps, last_use, pinned):
     """`(owned, producer)`: `owned(index, n)` tells whether slot `index` dies at step n holding
     an array of its own (Note [buffer reuse]); `producer` maps slots to the tensors made there."""
     producer, readers = {}, {}
-    for n, (op, ins, _, outs, _) in enumerate(steps):
-        for index in ins:
-            readers.setdefault(index, []).append((n, op.op_def))
-        for index, t in zip(outs, op.outputs):
+    for n, call in enumerate(steps):
+        for index in call.ins:
+            readers.setdefault(index, []).append((n, call.op.op_def))
+        for index, t in zip(call.outs, call.op.outputs):
             producer[index] = t
 
     def owned(index, n):
@@ -139,13 +168,15 @@ def _reusable_buffers(steps, owned, producer):
     `d *= mask` does in hand-written NumPy.
     """
     reuse = {}
-    for n, (op, ins, variables, outs, _) in enumerate(steps):
-        if op.op_def.into is None or op.attrs or variables or len(outs) != 1 or _kernel(op) is not op.op_def.kernel:
+    for n, call in enumerate(steps):
+        op = call.op
+        if (op.op_def.into is None or op.attrs or call.variables or len(call.outs) != 1
+                or _kernel(op) is not op.op_def.kernel):
             continue
         meta = op.outputs[0]._value
         if not meta.shape or None in meta.shape:
             continue
-        for index in ins:
+        for index in call.ins:
             if (owned(index, n) and producer[index]._value.shape == meta.shape
                     and producer[index]._value.dtype == meta.dtype):
                 reuse[n] = index
@@ -165,9 +196,10 @@ def _donated_inputs(steps, owned):
     kernel gets their positions in its `donated` attr; eagerly no input is ever donated.
     """
     donated = {}
-    for n, (op, ins, _, _, _) in enumerate(steps):
-        if not op.op_def.donates or _kernel(op) is not op.op_def.kernel:
+    for n, call in enumerate(steps):
+        if not call.op.op_def.donates or _kernel(call.op) is not call.op.op_def.kernel:
             continue
+        ins = call.ins
         positions = tuple(k for k, index in enumerate(ins) if ins.count(index) == 1 and owned(index, n))
         if positions:
             donated[n] = positions
@@ -252,10 +284,10 @@ class Plan:
             outs = tuple(slot(t._id) for t in op.outputs)
             if key is not None:
                 seen[key] = outs
-            steps.append([op, ins, tuple(variables), outs, ()])
+            steps.append(_Call(op, ins, tuple(variables), outs))
         last_use = {}
-        for n, (_, ins, _, _, _) in enumerate(steps):
-            for index in ins:
+        for n, call in enumerate(steps):
+            for index in call.ins:
                 if index not in known:
                     last_use[index] = n
         fetch_slots = []
@@ -277,10 +309,10 @@ class Plan:
         reuse = _reusable_buffers(steps, owned, producer)
         donated = _donated_inputs(steps, owned)
         self._steps = tuple(
-            (kernels[n], ins, op.attrs if n not in donated else {**op.attrs, "donated": donated[n]},
-             outs[0] if op.op_def.num_outputs == 1 else outs, op.op_def.num_outputs == 1, variables,
-             tuple(frees.get(n, ())), reuse.get(n), op)
-            for n, (op, ins, variables, outs, _) in enumerate(steps))
+            Step(kernels[n], ins, op.attrs if n not in donated else {**op.attrs, "donated": donated[n]},
+                 outs[0] if op.op_def.num_outputs == 1 else outs, op.op_def.num_outputs == 1, variables,
+                 tuple(frees.get(n, ())), reuse.get(n), op)
+            for n, (op, ins, variables, outs) in enumerate(steps))
         self._template = template
         self._fetch_slots = fetch_slots
         self._run, self._line_step = self._compile(known)
@@ -328,29 +360,31 @@ class Plan:
 
         def emit(n, indent, keep=()):
             """The lines of step n; returns the slots it defines and those it deletes."""
-            kernel, ins, attrs, out, single, variables, frees, buffer, op = self._steps[n]
-            namespace[f"k{n}"] = kernel if buffer is None else op.op_def.into
-            args = [ref(i) for i in ins]
-            by_value = not op.op_def.reads_variables_itself
-            for k, var in variables:
+            step = self._steps[n]
+            op_def = step.op.op_def
+            namespace[f"k{n}"] = step.kernel if step.buffer is None else op_def.into
+            args = [ref(i) for i in step.ins]
+            by_value = not op_def.reads_variables_itself
+            for k, var in step.variables:
                 namespace[f"v{n}_{k}"] = var
                 args[k] = f"v{n}_{k}._value" if by_value else "None"
-            if attrs:
-                namespace[f"a{n}"] = attrs
+            if step.attrs:
+                namespace[f"a{n}"] = step.attrs
                 args.append(f"**a{n}")
-            if buffer is not None:          # Note [buffer reuse]
-                args.append(f"out=s{buffer}")
+            if step.buffer is not None:          # Note [buffer reuse]
+                args.append(f"out=s{step.buffer}")
             call = f"k{n}({', '.join(args)})"
-            target = f"s{out}" if single else f"r{n}"
+            target = f"s{step.out}" if step.single else f"r{n}"
             line_step[len(lines) + 1] = n
             lines.append(f"{indent}{target} = {call}")
-            if not single:
+            out = step.out
+            if not step.single:
                 if out:
                     lines.append(f"{indent}{', '.join(f's{o}' for o in out)}{',' if len(out) == 1 else ''} = r{n}")
                 lines.append(f"{indent}del r{n}")
-            made = (out,) if single else out
+            made = step.made()
             defined.update(made)
-            live = [i for i in frees if i in defined and i not in known and i not in keep]
+            live = [i for i in step.frees if i in defined and i not in known and i not in keep]
             if live:
                 lines.append(f"{indent}del {', '.join(f's{i}' for i in live)}")
             return made, live
@@ -361,8 +395,8 @@ class Plan:
                 emit(item, "    ")
                 continue
             group += 1
-            reads = [{i for n in lane for i in self._steps[n][1]} for lane in item]
-            made = [s for lane in item for n in lane for s in self._outputs(n)]
+            reads = [{i for n in lane for i in self._steps[n].ins} for lane in item]
+            made = [s for lane in item for n in lane for s in self._steps[n].made()]
             if made:                            # bound here, so that the lanes can assign them
                 lines.append(f"    {' = '.join(f's{i}' for i in made)} = None")
             deferred = []
@@ -376,7 +410,7 @@ class Plan:
                     outs, live = emit(n, "        ", keep=shared)
                     touched += outs
                     touched += live
-                    deferred += [i for i in self._steps[n][6] if i in shared and i not in known]
+                    deferred += [i for i in self._steps[n].frees if i in shared and i not in known]
                 if touched:
                     lines[start + 1] = f"        nonlocal {', '.join(dict.fromkeys(f's{i}' for i in touched))}"
                 else:
@@ -389,10 +423,6 @@ class Plan:
         lines.append(f"    return [{results}]")
         exec(compile("\n".join(lines), "<plan>", "exec"), namespace)   # noqa: S102 - generated from the graph
         return namespace["_plan"], line_step
-
-    def _outputs(self, n):
-        out, single = self._steps[n][3], self._steps[n][4]
-        return (out,) if single else out
 
     def run(self, feed_values):
         """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
@@ -412,4 +442,4 @@ class Plan:
             if tb.tb_frame.f_code.co_filename == "<plan>":
                 step = self._line_step.get(tb.tb_lineno, step)
             tb = tb.tb_next
-        return None if step is None else self._steps[step][-1]
+        return None if step is None else self._steps[step].op

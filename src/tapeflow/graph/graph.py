@@ -17,11 +17,9 @@ import re
 from tapeflow.framework.context import default_session, state
 from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.tensor import _next_id
-from tapeflow.framework.shapes.symbolic_tensors import (  # noqa: F401  (graph code and tests reach them here too)
-    Meta, SymbolicTensor, _const, const, is_static, known_rank, unknown_rank_error,
-)
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, const, unknown_rank_error
+from tapeflow.framework.tensor import _next_id
 
 
 class Operation:
@@ -61,14 +59,6 @@ class Operation:
     @property
     def op(self):     # what gradient functions call `op.op` in the eager record
         return self.op_def
-
-    @property
-    def input_ids(self):
-        return [t._id for t in self.inputs]
-
-    @property
-    def output_ids(self):
-        return [t._id for t in self.outputs]
 
     @property
     def out_specs(self):
@@ -298,10 +288,4 @@ class Graph:
 
     def finalize(self):
         pass
-
-
-
-
-def is_symbolic(t):
-    return isinstance(t, SymbolicTensor)
 

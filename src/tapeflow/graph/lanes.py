@@ -53,15 +53,16 @@ class _Block:
         self.movable = bool(device)
 
     def add(self, n, step):
-        _, ins, attrs, out, single, variables, _, buffer, op = step
+        """Adds step `n` (an executor.Step)."""
+        op = step.op
         self.steps.append(n)
-        self.reads.update(ins)
-        self.writes.update((out,) if single else out)
-        if buffer is not None:
-            self.clobbers.add(buffer)
-        for k in attrs.get("donated", ()) if attrs else ():        # Note [donated inputs] in executor.py
-            self.clobbers.add(ins[k])
-        for _, var in variables:
+        self.reads.update(step.ins)
+        self.writes.update(step.made())
+        if step.buffer is not None:
+            self.clobbers.add(step.buffer)
+        for k in step.attrs.get("donated", ()) if step.attrs else ():        # Note [donated inputs] in executor.py
+            self.clobbers.add(step.ins[k])
+        for _, var in step.variables:
             self.variables.add(id(var))
         if op.op_def.writes_variable:
             written = id(op.attrs["var"])
@@ -83,14 +84,14 @@ class _Block:
 
 
 def schedule(steps, threads=0):
-    """The plan's steps in running order: each item a step index, or a tuple of lanes (lists
-    of step indices) to run at once (Note [parallel lanes]); `threads`: the inter-op thread
-    setting (1: no lanes)."""
+    """The plan's steps (executor.Step records) in running order: each item a step index, or
+    a tuple of lanes (lists of step indices) to run at once (Note [parallel lanes]);
+    `threads`: the inter-op thread setting (1: no lanes)."""
     if threads == 1:
         return list(range(len(steps)))
     blocks = []
     for n, step in enumerate(steps):
-        device = step[-1].device
+        device = step.op.device
         if not blocks or blocks[-1].device != device:
             blocks.append(_Block(device))
         blocks[-1].add(n, step)

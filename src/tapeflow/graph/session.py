@@ -7,20 +7,22 @@ ops/variables.py).
 """
 
 import contextlib
+import re
 
 import numpy as np
 
 from tapeflow.framework import dtypes as _dtypes
 from tapeflow.framework import nest
 from tapeflow.framework.context import state
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import op
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, _UnreadVariable, graph_variables
-from tapeflow.graph.executor import Plan
-from tapeflow.graph.graph import Meta, Operation, SymbolicTensor
 from tapeflow.graph.default_graph import get_default_graph
-from tapeflow.framework.export import tf_export
+from tapeflow.graph.executor import Plan
+from tapeflow.graph.graph import Operation
 
 
 @op("Placeholder", same_dtype=False)
@@ -195,7 +197,6 @@ def trainable_variables(scope=None):
 def _filtered(variables, scope):
     if scope is None:
         return variables
-    import re
     return [v for v in variables if re.match(scope, v.name)]
 
 

@@ -204,7 +204,6 @@ def _index_at(indices, i):
 
 
 @gradient_rules.register_variant_sum
-@gradient_rules.register_variant_sum
 def add_all(lists):
     """The sum of gradient lists (flow tensors)."""
     total = lists[0]

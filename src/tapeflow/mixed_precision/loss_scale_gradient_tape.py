@@ -41,7 +41,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph import control_flow
-from tapeflow.graph.function import FuncGraph
+from tapeflow.graph.func_graph import FuncGraph
 from tapeflow.mixed_precision import nonfinite
 from tapeflow.mixed_precision.loss_scale import LossScale
 from tapeflow.ops import math_ops

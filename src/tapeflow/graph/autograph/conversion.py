@@ -30,7 +30,7 @@ import warnings
 import weakref
 
 from tapeflow.framework.errors import OpError
-from tapeflow.graph.autograph import lowering, transformer
+from tapeflow.graph.autograph import loops, lowering, operators, transformer
 
 _LIBRARIES = frozenset({
     "tapeflow", "numpy", "scipy", "optree", "ml_dtypes", "tensorflow", "keras", "tf_keras", "jax", "torch",
@@ -109,6 +109,24 @@ def converted_callable(f, warn=True):
     return f
 
 
+def call(f):
+    """The callable converted code calls for `f`: a tensor-aware builtin, `f`'s conversion,
+    or `f` itself."""
+    overload = operators.BUILTINS.get(f) if type(f) is type or type(f) is type(len) else None
+    return overload if overload is not None else converted_callable(f)
+
+
+# Note [the ag__ namespace]: what converted code reaches as `ag__` (its factory's first
+# argument, bound by `convert`): the operators of operators.py, the loops of loops.py and
+# `call` above.  Being a namespace built here, rather than a module that converted code
+# imports, it keeps the imports one way: this module uses the operators, and they never
+# need to reach back here (only `call` converts, and it lives here).
+_AG = types.SimpleNamespace(
+    **{name: getattr(operators, name) for name in (
+        "UndefinedReturnValue", "and_", "if_exp", "if_stmt", "ld", "not_", "or_", "retval")},
+    for_stmt=loops.for_stmt, while_stmt=loops.while_stmt, call=call)
+
+
 def _convert_cached(f, warn):
     try:
         return _converted[f]
@@ -154,7 +172,7 @@ def convert(f):
         entry = _compiled[code] = _compile(code, f.__globals__)
     new_code, _ = entry
     cells = dict(zip(code.co_freevars, f.__closure__ or ()))
-    cells["ag__"] = types.CellType(_operators())
+    cells["ag__"] = types.CellType(_AG)      # Note [the ag__ namespace]
     new = types.FunctionType(new_code, f.__globals__, f.__name__, f.__defaults__,
                              tuple(cells.get(name) or types.CellType() for name in new_code.co_freevars))
     new.__kwdefaults__ = dict(f.__kwdefaults__) if f.__kwdefaults__ else f.__kwdefaults__
@@ -171,11 +189,6 @@ def source_of(f):
     if entry is None:
         entry = _compiled[code] = _compile(code, f.__globals__)
     return entry[1]
-
-
-def _operators():
-    from tapeflow.graph.autograph import operators
-    return operators
 
 
 def _compile(code, module_globals):

@@ -13,14 +13,14 @@ import numpy as np
 from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.graph import control_flow
-from tapeflow.graph.function import FuncGraph
-from tapeflow.graph.graph import SymbolicTensor
-from tapeflow.graph.autograph.operators import (
-    Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
 from tapeflow.ops import array_ops, constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
+from tapeflow.graph import control_flow
+from tapeflow.graph.func_graph import FuncGraph
+from tapeflow.graph.autograph.operators import (
+    Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
 
 _LEGAL_LOOP_TYPES = "Tensor, int, float, bool or a list, tuple or dict thereof"
 _LIMITATIONS = ("\nSee https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/g3doc/"

@@ -7,8 +7,9 @@ statement forms hand their state explicitly: a branch or loop body is a
 function of the variables it may change, returning their new values
 (transformer.py builds them), so staging needs no access to the caller's frame.
 
-Loops live in loops.py; this module re-exports them, so the whole of `ag__`
-is this one module.
+Loops live in loops.py, `call` (converting the functions converted code
+calls) in conversion.py, which binds all three into the `ag__` namespace
+(Note [the ag__ namespace] in conversion.py).
 """
 
 import builtins
@@ -19,12 +20,11 @@ from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.graph import control_flow
-from tapeflow.graph.graph import SymbolicTensor
 from tapeflow.ops import array_ops, constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
-from tapeflow.graph.autograph import conversion
+from tapeflow.graph import control_flow
 
 
 class Undefined:
@@ -255,12 +255,3 @@ def _float(value=0.0):
 
 # Python builtins that converted code calls in their tensor-aware form.
 BUILTINS = {builtins.range: _range, builtins.len: _len, builtins.int: _int, builtins.float: _float}
-
-
-def call(f):
-    """The callable converted code calls for `f` (`f` itself, or its conversion)."""
-    overload = BUILTINS.get(f) if type(f) is type or type(f) is type(len) else None
-    return overload if overload is not None else conversion.converted_callable(f)
-
-
-from tapeflow.graph.autograph.loops import for_stmt, while_stmt  # noqa: E402,F401  (part of ag__)
