@@ -16,7 +16,9 @@ try.  `run_*` check, for one row:
              TensorFlow's, tape in tape, in float64;
 * static shapes: every op the row builds in a graph (gradient ops included), with
              known, unknown and unknown-batch input dims: the static shape its
-             shape rule declares against the shape its kernel gives (no TensorFlow).
+             shape rule declares against the shape its kernel gives (no TensorFlow);
+             a row that cannot be built with unknown dims records the error it raises
+             (`UnknownDimsError`), checked against TensorFlow where it is installed.
 
 `define_graph_tests` adds the row traced by `tf.function` and differentiated by
 `tf.gradients`, and `define_unknown_dims_tests` the static shapes, values and
@@ -90,6 +92,32 @@ FLOAT16_ONLY = ("float16",)
 NO_HALF = ()
 
 
+@dataclasses.dataclass(frozen=True)
+class UnknownDimsError:
+    """What building a row in a graph with unknown input dims raises, in TensorFlow as in
+    tapeflow: a row reading a static size in Python (`x.shape[0]`), or an op whose gradient
+    needs static sizes.  `test_static_shapes` expects it of tapeflow (no TensorFlow needed);
+    `test_unknown_dims_error_against_tensorflow` checks the record against TensorFlow.
+
+    Attributes:
+      error: the exception class.
+      modes: the unknown-dims modes that raise it ("all": every dim unknown, "batch": the first).
+      in_gradient: only `tf.gradients` of the row raises (its forward ops build, and their
+        static shapes are checked); False: the row itself raises.
+      tapeflow_differs: why tapeflow still raises something else (its check is then a strict
+        xfail), or "".
+    """
+
+    error: type
+    modes: Sequence[str] = ("all", "batch")
+    in_gradient: bool = False
+    tapeflow_differs: str = ""
+
+    def __str__(self):
+        where = "tf.gradients of the row" if self.in_gradient else "the row"
+        return f"{where} raises {self.error.__name__} with unknown dims ({'/'.join(self.modes)})"
+
+
 @dataclasses.dataclass
 class OpSpec:
     """One op (or composite) under test.
@@ -128,6 +156,8 @@ class OpSpec:
         `test_half_precision` (half_harness.py) checks the row in each against float32 and
         TensorFlow, and that TensorFlow refuses the others (it fails when this list is not
         TensorFlow's).
+      unknown_dims_error: what building the row with unknown input dims raises (an
+        `UnknownDimsError`), or None: it builds in every mode.
     """
 
     name: str
@@ -149,6 +179,7 @@ class OpSpec:
     square_outputs: bool = False
     vmap: bool = True
     half_dtypes: Sequence[str] = ("float16", "bfloat16")
+    unknown_dims_error: Optional[UnknownDimsError] = None
 
     def __str__(self):
         return self.name
@@ -632,8 +663,7 @@ def _weights(outs):
             for k, o in enumerate(outs)]
 
 
-def _weighted_sum(out, weights):
-    tf = tapeflow
+def _weighted_sum(out, weights, tf=tapeflow):
     outs = out if isinstance(out, (list, tuple)) else [out]
     terms = []
     for o, w in zip(outs, weights, strict=True):
@@ -802,18 +832,61 @@ def _exact_expected(op):
     return True
 
 
-def _build_row_graph(spec, arrays, extra, wrt, weights, mode):
-    """The row on placeholders with `mode` dims, and `tf.gradients` of its scalarized outputs
-    (none when `weights` is None)."""
-    tf = tapeflow
+def _build_row_graph(module, fn, arrays, extra, wrt, weights, mode):
+    """`fn` (the row) on placeholders with `mode` dims in a `module` graph, and `tf.gradients`
+    of its scalarized outputs (none when `weights` is None)."""
+    tf = module
     graph = tf.Graph()
     with graph.as_default():
         holders = [tf.compat.v1.placeholder(tf.as_dtype(a.dtype), _dims(a.shape, mode)) for a in arrays]
-        out = spec.fn(tf, *holders, *extra)
-        y = None if weights is None else _weighted_sum(out, weights)
+        out = fn(tf, *holders, *extra)
+        y = None if weights is None else _weighted_sum(out, weights, tf)
         if y is not None:
             tf.gradients(y, [holders[i] for i in wrt])
     return graph, holders
+
+
+def _row_graph_inputs(spec, case_index, mode):
+    """The sampled inputs of `run_static_shapes` and the output weights of its scalarized
+    loss (from an eager run of the row)."""
+    tf = tapeflow
+    rng = np.random.default_rng(700 + case_index)
+    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
+    if mode == "batch" and all(a.ndim == 0 for a in arrays):
+        pytest.skip("scalar inputs: no dimension to hide")
+    eager_out = spec.fn(tf, *[tf.constant(a) for a in arrays], *extra)
+    weights = _weights([tf.convert_to_tensor(o) for o in (eager_out if isinstance(eager_out, (list, tuple))
+                                                           else [eager_out])])
+    return arrays, extra, _wrt(spec, len(arrays)), weights
+
+
+def _raises(error, build, what):
+    """Calls `build()`, which must raise `error`."""
+    try:
+        build()
+    except error:
+        return
+    except Exception as e:
+        raise AssertionError(f"{what}, but {type(e).__name__} was raised: {e}") from e
+    raise AssertionError(f"{what}, but it builds: update the row's `unknown_dims_error`")
+
+
+def _build_as_recorded(module, spec, case_index, mode):
+    """The row's graph (`_build_row_graph`) in `module` with `mode` input dims, as the row's
+    `unknown_dims_error` says it builds: the row and its gradient; or, where the record says
+    the gradient raises, the row alone after checking that it does; or, where the record says
+    the row raises, None after checking that it does."""
+    arrays, extra, wrt, weights = _row_graph_inputs(spec, case_index, mode)
+    fn = spec.fn if module is tapeflow else spec.tf_fn or spec.fn
+    record = spec.unknown_dims_error
+    if record is None or mode not in record.modes:
+        return _build_row_graph(module, fn, arrays, extra, wrt, weights, mode), arrays
+    what = f"{spec.name} in {module.__name__}, {mode} input dims unknown: the row records that {record}"
+    if not record.in_gradient:
+        _raises(record.error, lambda: _build_row_graph(module, fn, arrays, extra, wrt, None, mode), what)
+        return None, arrays
+    _raises(record.error, lambda: _build_row_graph(module, fn, arrays, extra, wrt, weights, mode), what)
+    return _build_row_graph(module, fn, arrays, extra, wrt, None, mode), arrays
 
 
 def run_static_shapes(spec, case_index, mode):
@@ -821,32 +894,13 @@ def run_static_shapes(spec, case_index, mode):
     with known ("known"), unknown ("all") or unknown leading ("batch") dims: the static shape
     of each output, as its op's shape rule declares it, must be compatible with the shape the
     kernel gives when the graph runs, and equal to it where the op's inputs have known shapes
-    (see `_exact_expected`).  TensorFlow is consulted only to excuse a row that cannot be
-    built with unknown dims in TensorFlow either (then its forward ops alone are checked, when
-    they can be built: the SVD gradient, say, needs known matrix sizes)."""
+    (see `_exact_expected`).  A row that cannot be built with unknown dims records the error
+    (`unknown_dims_error`); then its forward ops alone are checked, if they build."""
     tf = tapeflow
-    rng = np.random.default_rng(700 + case_index)
-    arrays, extra = _sample(spec, rng, spec.shapes[case_index], np.float64)
-    if mode == "batch" and all(a.ndim == 0 for a in arrays):
-        pytest.skip("scalar inputs: no dimension to hide")
-    wrt = _wrt(spec, len(arrays))
-    eager_out = spec.fn(tf, *[tf.constant(a) for a in arrays], *extra)
-    weights = _weights([tf.convert_to_tensor(o) for o in (eager_out if isinstance(eager_out, (list, tuple))
-                                                           else [eager_out])])
-    try:
-        graph, holders = _build_row_graph(spec, arrays, extra, wrt, weights, mode)
-    except Exception as e:
-        if mode == "known" or not HAVE_TF:
-            raise
-        try:
-            _traced_with_unknown_dims(tf_module(), spec.tf_fn or spec.fn, arrays, extra, wrt, mode)
-        except Exception:          # TensorFlow cannot build it with unknown dims either
-            try:
-                graph, holders = _build_row_graph(spec, arrays, extra, wrt, None, mode)
-            except Exception:
-                pytest.skip(f"TensorFlow fails with unknown dims too: {type(e).__name__}")
-        else:
-            raise
+    built, arrays = _build_as_recorded(tf, spec, case_index, mode)
+    if built is None:
+        return
+    graph, holders = built
     checked = [(op, k, t) for op in graph.get_operations() if op.type != "Placeholder"
                for k, t in enumerate(op.outputs) if t._value.dtype.kind in "biufc"]
     with tf.compat.v1.Session(graph=graph) as session:
@@ -860,18 +914,42 @@ def run_static_shapes(spec, case_index, mode):
             assert static is not None and tuple(static) == actual, what
 
 
+def run_unknown_dims_error_against_tf(spec, mode):
+    """The row's `unknown_dims_error` against TensorFlow: building the same graph in
+    TensorFlow raises the recorded error in the recorded modes (at the recorded stage), and
+    builds in the others."""
+    _build_as_recorded(tf_module(), spec, 0, mode)
+
+
 def define_static_shape_tests(specs, namespace):
     """Adds `test_static_shapes` (see `run_static_shapes`) for `specs` to a test module's
     namespace (`define_tests` does it too): known dims for every shape case, unknown dims
-    for the first."""
+    for the first; and `test_unknown_dims_error_against_tensorflow` for the rows recording
+    an `unknown_dims_error`."""
+    def marks(s, mode):
+        record = s.unknown_dims_error
+        if record is None or not record.tapeflow_differs or mode not in record.modes:
+            return []
+        return [pytest.mark.xfail(strict=True, reason=record.tapeflow_differs)]
+
     @pytest.mark.parametrize("spec,case,mode", [
-        pytest.param(s, i, mode, id=f"{s.name}-{i}-{mode}")
+        pytest.param(s, i, mode, id=f"{s.name}-{i}-{mode}", marks=marks(s, mode))
         for s in specs for i in range(len(s.shapes)) for mode in STATIC_SHAPE_MODES
         if mode == "known" or i == 0])
     def test_static_shapes(spec, case, mode):
         run_static_shapes(spec, case, mode)
 
     namespace.update(test_static_shapes=test_static_shapes)
+    recorded = [s for s in specs if s.unknown_dims_error is not None]
+    if not recorded:
+        return
+
+    @pytest.mark.parametrize("spec,mode", [pytest.param(s, mode, id=f"{s.name}-{mode}")
+                                           for s in recorded for mode in UNKNOWN_DIMS_MODES])
+    def test_unknown_dims_error_against_tensorflow(spec, mode):
+        run_unknown_dims_error_against_tf(spec, mode)
+
+    namespace.update(test_unknown_dims_error_against_tensorflow=test_unknown_dims_error_against_tensorflow)
 
 
 def traced_with_dims(module, fn, arrays, dims):

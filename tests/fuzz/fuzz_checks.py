@@ -15,8 +15,8 @@ For one program `check_program` runs, with tapeflow and (when installed) TensorF
             gradients (stage "numeric-second"); leaves where a row's gradient is a convention
             (`numeric_wrt`, known_differences.NOT_SMOOTH) are not moved.
 
-Without TensorFlow, tapeflow's tf.function is compared with its own eager run, and only
-tapeflow's Python errors count.  Where TensorFlow would abort the process
+Without TensorFlow, tapeflow's tf.function is compared with its own eager run (dense values:
+`densified`), and only tapeflow's Python errors count.  Where TensorFlow would abort the process
 (known_differences.tensorflow_crashes) the same is done for that stage.
 
 Each difference is a `Finding`: category "mismatch" (kind: value, none-ness,
@@ -113,6 +113,20 @@ def normalize(x):
         shape = None if x.dense_shape is None else tuple(int(d) for d in np.asarray(x.dense_shape))
         return Slices(normalize(x.values), np.asarray(x.indices), shape)
     return Dense(x.dtype.name, np.asarray(x.numpy()))
+
+
+def densified(x):
+    """`x` (normalized results) with every IndexedSlices made dense: which gradients are sparse
+    differs between TensorFlow's eager mode and tf.function (a gather's gradient passed through
+    `x + scalar` is dense eagerly, IndexedSlices in a graph), so a tf.function run compared
+    with an eager one compares dense values only."""
+    if isinstance(x, Slices) and x.dense_shape is not None:
+        return Dense(x.values.dtype, x.densify())
+    if isinstance(x, list):
+        return [densified(v) for v in x]
+    if isinstance(x, dict):
+        return {k: densified(v) for k, v in x.items()}
+    return x
 
 
 def capture(fn):
@@ -503,7 +517,8 @@ def _function_stage(program, tf, eager_ours, eager_findings, skip):
             return notes + [Finding("internal" if ours["values"].cls in INTERNAL_ERRORS else "mismatch",
                                     "tf.function-only", "function", "values", f"tf.function raised {ours['values']!r}")]
         compare(ours["values"], eager_ours["values"], tolerances(program, "values"), "function", "values", out)
-        compare(ours["grads"], eager_ours["grads"], tolerances(program, "grads"), "function", "grads", out)
+        compare(densified(ours["grads"]), densified(eager_ours["grads"]), tolerances(program, "grads"), "function",
+                "grads", out)
     else:
         theirs = run_function(tf, program)
         compare(ours["values"], theirs["values"], tolerances(program, "values"), "function", "values", out)

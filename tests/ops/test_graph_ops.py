@@ -7,7 +7,7 @@ call op into the ops under test.
 
 import numpy as np
 
-from op_harness import OpSpec, define_graph_tests, define_tests, positive, unit
+from op_harness import OpSpec, UnknownDimsError, define_graph_tests, define_tests, positive, unit
 
 VEC = [((3,),), ((1,),)]
 
@@ -62,8 +62,10 @@ SPECS = [
     OpSpec("cond_true", _cond, lambda x: x * x, VEC, sampler=positive),
     OpSpec("cond_false", _cond, lambda x: np.sin(x) * 2.0, VEC, sampler=lambda rng, s, d: -positive(rng, s, d)),
     # TensorArray list ops have no batching rule (NO_BATCH_RULE in test_batching_coverage.py): inside
-    # vectorized code they run once per example, with correct values but the fallback's warning
-    OpSpec("tensor_array", _tensor_array, None, VEC, sampler=unit, vmap=False),
+    # vectorized code they run once per example, with correct values but the fallback's warning;
+    # the row reads its size as x.shape[0] (None with an unknown batch: no TensorArray size)
+    OpSpec("tensor_array", _tensor_array, None, VEC, sampler=unit, vmap=False,
+           unknown_dims_error=UnknownDimsError(ValueError)),
     OpSpec("custom_gradient", _custom, lambda x: np.log1p(np.exp(x)), VEC),
     OpSpec("unknown_batch", _unknown_batch, lambda x: (x * x).reshape(-1, 1), VEC),
 ]

@@ -8,8 +8,8 @@ import pytest
 import tapeflow
 from differential import Raised, compare, run_both, same
 from op_harness import (
-    FLOAT16_ONLY, NO_HALF, OpSpec, any_real, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests,
-    static_shapes_program, tf_module,
+    FLOAT16_ONLY, NO_HALF, OpSpec, UnknownDimsError, any_real, complex_of, define_graph_tests, define_tests,
+    define_unknown_dims_tests, static_shapes_program, tf_module,
 )
 
 # -- samplers -----------------------------------------------------------------
@@ -116,6 +116,9 @@ SOLVE = [((3, 3), (3, 2)), ((2, 3, 3), (2, 3, 1)), ((1, 1), (1, 1)), ((0, 0), (0
 TRI = [((3, 3), (3, 2)), ((2, 3, 3), (3, 1)), ((3, 3), (2, 3, 2)), ((1, 1), (1, 1)), ((0, 0), (0, 2))]
 cplx = complex_of(well_conditioned)
 
+# As TensorFlow's, the SVD and QR gradients need static matrix sizes (the forward ops do not).
+NEEDS_STATIC_SIZES = UnknownDimsError(NotImplementedError, in_gradient=True)
+
 SPECS = [
     # structure
     OpSpec("matvec", lambda tf, a, b: tf.linalg.matvec(a, b), lambda a, b: (a @ b[..., None])[..., 0],
@@ -203,20 +206,22 @@ SPECS = [
     OpSpec("svd_values", lambda tf, x: tf.linalg.svd(x, compute_uv=False), lambda x: np.linalg.svd(x, compute_uv=False),
            [((3, 2),), ((2, 3),), ((2, 3, 3),), ((1, 1),), ((0, 3),)], sampler=spread, rtol=1e-5, half_dtypes=NO_HALF),
     OpSpec("svd", svd_parts, np_svd_parts, [((4, 3),), ((3, 4),), ((3, 3),), ((2, 4, 3),), ((1, 1),), ((0, 2),)],
-           sampler=spread, rtol=1e-5, half_dtypes=NO_HALF),
+           sampler=spread, rtol=1e-5, half_dtypes=NO_HALF, unknown_dims_error=NEEDS_STATIC_SIZES),
     OpSpec("svd_full", lambda tf, x: svd_parts(tf, x, full_matrices=True), lambda x: np_svd_parts(x, True),
-           [((3, 2),), ((2, 3),), ((3, 3),)], sampler=spread, rtol=1e-5, grad_tol=3e-5, half_dtypes=NO_HALF),
+           [((3, 2),), ((2, 3),), ((3, 3),)], sampler=spread, rtol=1e-5, grad_tol=3e-5, half_dtypes=NO_HALF,
+           unknown_dims_error=NEEDS_STATIC_SIZES),
     # TensorFlow's complex SVD gradient is right, its second order is not (it differs from central differences of it).
     OpSpec("svd_complex", svd_parts, np_svd_parts, [((3, 2),), ((2, 3),)], sampler=complex_of(spread), rtol=1e-5,
-           tf_second_order_skip=((0, 0),)),
+           tf_second_order_skip=((0, 0),), unknown_dims_error=NEEDS_STATIC_SIZES),
     OpSpec("qr", lambda tf, x: tf.linalg.qr(x), lambda x: list(np.linalg.qr(x)),
            [((4, 3),), ((3, 3),), ((3, 4),), ((2, 4, 3),), ((1, 1),), ((0, 2),)], sampler=spread, rtol=1e-5,
-           half_dtypes=NO_HALF),
+           half_dtypes=NO_HALF, unknown_dims_error=NEEDS_STATIC_SIZES),
     OpSpec("qr_full_wide", lambda tf, x: tf.linalg.qr(x, full_matrices=True),
            lambda x: list(np.linalg.qr(x, mode="complete")), [((3, 4),), ((3, 3),)], sampler=spread, rtol=1e-5,
-           half_dtypes=NO_HALF),
+           half_dtypes=NO_HALF, unknown_dims_error=NEEDS_STATIC_SIZES),
     OpSpec("qr_complex", lambda tf, x: tf.linalg.qr(x), lambda x: list(np.linalg.qr(x)),
-           [((3, 2),), ((2, 2),), ((2, 3),)], sampler=complex_of(spread), rtol=1e-5),
+           [((3, 2),), ((2, 2),), ((2, 3),)], sampler=complex_of(spread), rtol=1e-5,
+           unknown_dims_error=NEEDS_STATIC_SIZES),
     # norms
     OpSpec("norm", lambda tf, x: tf.norm(x), lambda x: np.linalg.norm(x.ravel()), [((3,),), ((2, 3),), ((1,),)]),
     OpSpec("norm_axis_keepdims", lambda tf, x: tf.norm(x, axis=1, keepdims=True),

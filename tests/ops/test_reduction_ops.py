@@ -7,8 +7,8 @@ import scipy.special as sp
 
 from differential import same
 from op_harness import (
-    OpSpec, any_real, away_from_zero, complex_of, define_graph_tests, define_tests, define_unknown_dims_tests, distinct,
-    traced_static_and_values,
+    OpSpec, UnknownDimsError, any_real, away_from_zero, complex_of, define_graph_tests, define_tests,
+    define_unknown_dims_tests, distinct, traced_static_and_values,
 )
 
 ALL_AXES = [((2, 3),), ((),), ((0,),), ((1,),)]
@@ -184,7 +184,11 @@ SPECS = [
     # -- top_k
     OpSpec("top_k", lambda tf, x: tf.math.top_k(x, k=2), _top_k_ref(2), [((5,),), ((2, 4),), ((2, 3, 2),)],
            sampler=distinct),
-    OpSpec("top_k_all", lambda tf, x: tf.math.top_k(x, k=x.shape[-1]), _top_k_ref(3), [((2, 3),)], sampler=distinct),
+    # (k is x.shape[-1]: None when every dim is unknown)
+    OpSpec("top_k_all", lambda tf, x: tf.math.top_k(x, k=x.shape[-1]), _top_k_ref(3), [((2, 3),)], sampler=distinct,
+           unknown_dims_error=UnknownDimsError(ValueError, modes=("all",), tapeflow_differs=(
+               "tapeflow's top_k raises TypeError for k=None (int(None)); TensorFlow a ValueError: None values "
+               "not supported"))),
     OpSpec("top_k_zero", lambda tf, x: tf.math.top_k(x, k=0).values + tf.reduce_sum(x), lambda x: np.zeros((2, 0)),
            [((2, 3),)], sampler=distinct),
     OpSpec("in_top_k", lambda tf, x, t: tf.where(tf.math.in_top_k(t, tf.cast(x, tf.float32), 2)[:, None], x, -x),

@@ -16,8 +16,8 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.eager.backprop import UnconnectedGradients
-from tapeflow.ops import array_ops
+from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops.gradient_rules import UnconnectedGradients
 from tapeflow.ops.vectorization import vectorizing
 from tapeflow.ops.variables import Variable
 
@@ -105,7 +105,6 @@ def jacobian(tape, target, sources, unconnected, use_pfor=True):
 def _dynamic_jacobian(tape, target, sources, unconnected):
     """The vectorized Jacobian of a graph target whose shape is known only when the graph
     runs: the identity seed and the result shapes are computed in the graph."""
-    from tapeflow.ops import constructor_ops, math_ops
     n = array_ops.size(target)
     steps = constructor_ops.range(n)
     eye = math_ops.cast(math_ops.equal(array_ops.expand_dims(steps, 1), array_ops.expand_dims(steps, 0)),
