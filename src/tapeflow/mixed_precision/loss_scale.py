@@ -151,6 +151,7 @@ def _finite_everywhere(grads):
 def finite_on_every_replica(strategy, grads, check=_all_finite):
     """In `strategy`'s cross-replica context: a scalar bool tensor, `check` (a scalar bool
     of one replica's gradients) true on every replica of every process."""
+    # distribute imports mixed_precision (loss scales under a strategy)
     from tapeflow.distribute.reduce_util import ReduceOp
     flags = strategy.extended.call_for_each_replica(lambda g: math_ops.cast(check(g), dtypes.float32), args=(grads,))
     total = strategy.reduce(ReduceOp.SUM, flags, axis=None)

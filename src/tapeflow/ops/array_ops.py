@@ -621,6 +621,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
             check_list_entries(indices)
         raise
     if indices._value.dtype not in _ONE_HOT_INDICES:     # TI defaults to int64: True, [] convert to it
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops.slicing_ops import typed_index
         indices = typed_index(given, "indices", "OneHot", "TI", _ONE_HOT_INDICES, dtypes.int64)
     dtype, on, off = _one_hot_values(on_value, off_value, dtype)

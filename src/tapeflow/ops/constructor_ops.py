@@ -567,6 +567,7 @@ def _size(x, out_type):
 
 @_size.def_batch
 def _size_batch(xs, batched, out_type):
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import math_ops
     return math_ops.reduce_prod(_shape_batch(xs, batched, out_type)[0]), False
 

@@ -25,6 +25,7 @@ from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops
+from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.ops import size_inputs
 from tapeflow.ops.constructor_ops import int_entries
 from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
@@ -418,7 +419,6 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if not batched[2]:                              # B inputs: B*C filter inputs
             dw = execute(backprop_filter, (_merge(x, n + 1), _scaled(sizes, n, size), dy), attrs)
             return _split(dw, n, size, _dims(x)[-1]), True
-        from tapeflow.framework.shapes.known_values import constant_value
         known = constant_value(sizes)                   # both: windows times each example's gradient
         if known is None:
             raise batching.NotBatchable

@@ -86,6 +86,7 @@ def _sum_like_batch(xs, batched):
 def _sum_like_grad(op, dy):
     g = op.inputs[0]                                 # summing's adjoint broadcasts
     if is_static(g._value.shape):
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import array_ops
         return array_ops.broadcast_to(dy, g._value.shape), None
     return broadcast_like(dy, g), None
@@ -106,6 +107,7 @@ def _reshape_like_batch(xs, batched):
 def _reshape_like_grad(op, dy):
     g = op.inputs[0]                                 # reshape back
     if is_static(g._value.shape):
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import array_ops
         return array_ops.reshape(dy, g._value.shape), None
     return reshape_like(dy, g), None
@@ -122,6 +124,7 @@ def shape_tensor(x, out_type=np.int32):
     shape = x._value.shape
     if is_static(shape):
         return Tensor(np.asarray(shape, out_type))
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import constructor_ops
     return constructor_ops.shape(x, out_type=out_type)
 
@@ -131,6 +134,7 @@ def zeros_of(x):
     shape = x._value.shape
     if is_static(shape):
         return Tensor(np.zeros(shape, x._value.dtype))
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import math_ops
     return math_ops.zeros_like(x)
 
@@ -158,6 +162,7 @@ def unbroadcast(grad, shape, like=None):
         if like is None:
             raise ValueError(f"unbroadcast of a gradient of shape {gshape} to {shape} needs `like`")
         return sum_like(grad, like)
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops, math_ops
     lead = len(gshape) - len(shape)
     axes = list(range(lead))
@@ -179,6 +184,7 @@ def binary_grads(op, dx, dy):
 
 def reduction_grad(dy, x, axes, keepdims):
     """Spreads the gradient of a reduction over `axes` of `x` back to x's shape."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
     shape = x._value.shape
     if shape is None:                   # unknown rank: axes None (all) or not normalized
@@ -202,6 +208,7 @@ def keep_reduced_dims(t, x, axes):
     the reduced axes back as size-1 axes: the shape is computed when the graph runs (TF's
     reduced_shape).  `axes` None means all axes (`t` is a scalar: it broadcasts as it is);
     else the axes may be negative."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops, constructor_ops, math_ops, scatter_ops
     if axes is None:
         return t

@@ -722,6 +722,7 @@ def _bool_condition(value):
     if isinstance(value, (list, tuple)):
         if not value:
             return convert_to_tensor(np.zeros((0,), np.bool_))
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops.slicing_ops import check_list_entries
         check_list_entries(value)
     if not state.graphs or value is None:

@@ -91,6 +91,7 @@ def _shape(shape, type_):
     value = shape._value if isinstance(shape, Tensor) else shape
     dims = np.asarray(value)
     if dims.dtype.kind not in "iu" and dims.size:        # Note [typed index inputs] in slicing_ops
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops.slicing_ops import typed_index_error
         name = "string" if dims.dtype.kind in "OSU" else dtypes.as_dtype(dims.dtype).name
         raise typed_index_error("float32" if name == "float64" and not isinstance(value, np.ndarray) else name,
@@ -270,6 +271,7 @@ def _random_shuffle_batch(xs, batched, seed):
     x = xs[0]                                           # an independent permutation of each example's rows
     if x._value.ndim == 1:
         return x, True
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import scatter_ops, sort_ops
     keys = execute(_random_uniform, (_as_shape(size_inputs.dims_of(x)[:2]),),
                    {"dtype": np.dtype(np.float64), "seed": seed})

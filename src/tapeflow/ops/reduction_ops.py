@@ -236,6 +236,7 @@ def _prod_grad(op, dy):
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
     if None in moved._value.shape:
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops.grad_util import reshape_like
         partial = reshape_like(conj(left) * conj(right), moved)
     else:
@@ -248,6 +249,7 @@ def _prod_all_grad(op, dy):
     """`_prod_grad` for an input of unknown rank, reduced over all its axes: the same cumprods over
     the flattened input.  (Given axes would need a transpose by a permutation known only when the
     graph runs.)"""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.grad_util import reshape_like
     x = op.inputs[0]
     if op.get_attr("axis") is not None:
@@ -449,6 +451,7 @@ def _is_monotonic(x, compare, what):
 @tf_export("math.is_non_decreasing")
 def is_non_decreasing(x, name=None):
     """Whether the elements of `x`, in row-major order, never decrease (True for fewer than 2)."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.math_ops import greater_equal
     return _is_monotonic(x, greater_equal, "is_non_decreasing")
 
@@ -727,8 +730,11 @@ def _top_k_grad(op, dvalues, dindices):
 
 def _top_k_grad_dynamic(x, indices, dvalues):
     """`_top_k_grad` for inputs of partly unknown shape: the same scatter, sized by run-time shapes."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.constructor_ops import range as range_
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.grad_util import reshape_like
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.segment_ops import unsorted_segment_sum
     dims = size_inputs.dims_of(x, np.int64)
     n, k = dims[-1], size_inputs.dims_of(indices, np.int64)[-1]

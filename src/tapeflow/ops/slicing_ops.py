@@ -191,6 +191,7 @@ def _prepend_entry(t, value):
     """The int vector `t` with `value` (an int or a scalar tensor) in front."""
     if type(t) is Tensor and not isinstance(value, Tensor):     # eager: no op for a constant index
         return Tensor(np.concatenate([np.asarray([value], t._value.dtype), t._value]))
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import join_ops
     if isinstance(value, Tensor):                       # a batch size known when the graph runs
         head = array_ops.reshape(math_ops.cast(value, t._value.dtype), [1])

@@ -71,6 +71,7 @@ _RULES = {}
 def _rules():
     """op record -> its rule (t, op, partial) -> value or None; built on first use."""
     if not _RULES:
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import array_ops, constructor_ops, join_ops, math_ops
         _RULES.update({
             _const: lambda t, op, p: np.asarray(op.attrs["value"]),

@@ -570,11 +570,13 @@ class Variable(metaclass=_VariableCreation):
 
     def sparse_read(self, indices, name=None):
         """The rows `indices` of the variable (`tf.gather`; its gradient is an IndexedSlices)."""
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import scatter_ops
         return scatter_ops.gather(self, indices)
 
     def gather_nd(self, indices, name=None):
         """The slices at the index rows `indices` (`tf.gather_nd`)."""
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import scatter_ops
         return scatter_ops.gather_nd(self, indices)
 
@@ -584,6 +586,7 @@ class Variable(metaclass=_VariableCreation):
         The leading axes of the indices are batch axes of the variable; this is
         `scatter_nd_update` with the batch coordinates prepended to each index.
         """
+        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         from tapeflow.ops import array_ops
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")

@@ -35,11 +35,9 @@ import warnings
 import numpy as np
 
 from tapeflow.framework.context import state
-from tapeflow.framework.errors import OperatorNotAllowedInGraphError
-from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, record
 from tapeflow.ops.core.batching import BatchedTensor, ELEMENTWISE, FamilyRule, NotBatchable, SAME_SHAPE, example_rank
-from tapeflow.framework.tensor import Tensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 
 
 class _Level:
@@ -136,6 +134,7 @@ def _run_rule(op_, xs, batched, attrs, level):
 
 def _loop(op_, xs, batched, attrs, level, why):
     """The fallback for an op with no batching rule: the op once per example, stacked."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import join_ops
     if state.scopes.get("vectorize_fallback") is False:
         raise ValueError(f"No vectorization rule for op '{op_.type}' (tf.vectorized_map with "
@@ -181,6 +180,7 @@ def align_ranks(xs, batched):
 
 def insert_axes(x, at, count):
     """`x` with `count` size-1 axes inserted at axis `at`."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
     shape = x._value.shape
     if shape is not None and None not in shape:
@@ -195,6 +195,7 @@ def batch_size_of(x):
     n = x._value.shape[0]
     if n is not None:
         return n
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
     return array_ops.shape(x)[0]
 
@@ -204,8 +205,8 @@ def prepend(size, dims):
     batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor."""
     if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
         return (size,) + tuple(dims)
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops, math_ops
-    from tapeflow.framework.tensor import convert_to_tensor
     if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
         dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
     dims = convert_to_tensor(dims, dtype_hint="int32")
@@ -219,6 +220,7 @@ def broadcast_to_shape_input(xs, batched, dims):
     to the batch size followed by the shape."""
     if len(xs) > 1 and batched[1]:
         raise NotBatchable                              # a shape per example
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
     x = xs[0]
     dims = xs[1] if len(xs) > 1 else dims
@@ -231,8 +233,8 @@ def broadcast_to_shape_input(xs, batched, dims):
 
 def broadcast_batch(x, size):
     """The stacked tensor whose every example is `x` (which is not batched)."""
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
-    from tapeflow.framework.tensor import convert_to_tensor
     x = convert_to_tensor(x)
     return array_ops.broadcast_to(array_ops.expand_dims(x, 0), _with_batch(size, x))
 
@@ -241,6 +243,7 @@ def _with_batch(size, x):
     shape = x._value.shape
     if shape is not None and None not in shape and not isinstance(size, Tensor):
         return (size,) + tuple(shape)
+    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
     return array_ops.concat([array_ops.reshape(size, [1]), array_ops.shape(x)], 0)
 
