@@ -12,8 +12,8 @@ import numpy as np
 
 from tapeflow.framework import nest
 from tapeflow.framework.context import state
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops import array_ops, constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
