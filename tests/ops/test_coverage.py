@@ -25,6 +25,8 @@ COVERED_ELSEWHERE = {
     "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing",
     "PlaceholderWithDefault": "tests/test_compat_v1.py: fed and defaulted in TF1 sessions, against TensorFlow",
     "Rank": "tests/graph/test_unknown_rank.py: tf.rank of a graph tensor of unknown rank (else a constant)",
+    "ReducedShape": "tests/graph/test_unknown_rank.py: gradients of reductions of an input of unknown rank, "
+                    "in tf.function and vectorized",
     "Assert": "tests/graph/test_autograph.py: a staged loop that must run once to define a variable (zero_iterations)",
     # String ops: no float inputs for a spec row to sample, nothing to differentiate.
     **{t: "tests/ops/test_string_ops.py: differential tests against TensorFlow, eager and in tf.function"

@@ -567,9 +567,14 @@ def _size(x, out_type):
 
 @_size.def_batch
 def _size_batch(xs, batched, out_type):
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import math_ops
-    return math_ops.reduce_prod(_shape_batch(xs, batched, out_type)[0]), False
+    dims = _shape_batch(xs, batched, out_type)[0]     # the example's shape: its size is their product
+    count = dims._value.shape[0]
+    if count is None:
+        raise batching.NotBatchable                     # examples of unknown rank
+    size = Tensor(np.asarray(1, out_type))
+    for d in unstack(dims, num=count):
+        size = size * d
+    return size, False
 
 
 @op("Rank", same_dtype=False, shape=lambda x: [Meta((), np.dtype(np.int32))], unknown_rank=True,

@@ -8,7 +8,7 @@ read it when the graph runs.
 
 import numpy as np
 
-from tapeflow.framework.op_def import op
+from tapeflow.framework.op_def import execute, op
 from tapeflow.ops import vectorization
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
@@ -209,10 +209,21 @@ def keep_reduced_dims(t, x, axes):
     reduced_shape).  `axes` None means all axes (`t` is a scalar: it broadcasts as it is);
     else the axes may be negative."""
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops, constructor_ops, math_ops, scatter_ops
+    from tapeflow.ops import array_ops, constructor_ops
     if axes is None:
         return t
-    indices = math_ops.floormod(Tensor(np.asarray(axes, np.int32).reshape(-1, 1)), constructor_ops.rank(x))
-    kept = scatter_ops.tensor_scatter_nd_update(constructor_ops.shape(x), indices,
-                                                Tensor(np.ones(len(axes), np.int32)))
-    return array_ops.reshape(t, kept)
+    return array_ops.reshape(t, execute(_reduced_shape, [constructor_ops.shape(x)], {"axes": tuple(axes)}))
+
+
+@op("ReducedShape", differentiable=False, shape=lambda shape, axes: [Meta(shape.shape, shape.dtype)])
+def _reduced_shape(shape, axes):
+    """A shape vector with 1 at `axes` (negative ones count from the end): the shape a reduction
+    over `axes` keeps its result in before it is broadcast back (TF's reduced_shape)."""
+    kept = np.array(shape)
+    kept[..., np.asarray(axes, np.int64) % kept.shape[-1]] = 1
+    return kept
+
+
+@_reduced_shape.def_batch
+def _reduced_shape_batch(xs, batched, axes):
+    return execute(_reduced_shape, xs, {"axes": axes}), True       # a shape per example: the last axis

@@ -202,16 +202,22 @@ def batch_size_of(x):
 
 def prepend(size, dims):
     """The stacked shape for example shape `dims` (ints, or an int vector tensor) and
-    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor."""
+    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor.
+
+    The tensor is a Pack of the entries, so the example's rank must be known
+    (NotBatchable otherwise: the op then runs once per example)."""
     if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
         return (size,) + tuple(dims)
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops, math_ops
+    from tapeflow.ops import array_ops, join_ops, math_ops
     if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
         dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
     dims = convert_to_tensor(dims, dtype_hint="int32")
-    head = math_ops.cast(array_ops.reshape(size, [1]), dims.dtype)
-    return array_ops.concat([head, dims], 0)
+    count = dims._value.shape[0] if dims._value.ndim == 1 else None
+    if count is None:
+        raise NotBatchable                              # examples of unknown rank
+    head = math_ops.cast(array_ops.reshape(size, ()), dims.dtype)
+    return join_ops.stack([head, *join_ops.unstack(dims, num=count)])
 
 
 def broadcast_to_shape_input(xs, batched, dims):
@@ -245,7 +251,7 @@ def _with_batch(size, x):
         return (size,) + tuple(shape)
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops import array_ops
-    return array_ops.concat([array_ops.reshape(size, [1]), array_ops.shape(x)], 0)
+    return prepend(size, array_ops.shape(x) if shape is None or None in shape else shape)
 
 
 def stacked_all(xs, batched, size):
