@@ -439,7 +439,7 @@ def test_reduction_gradient_keeps_the_reduced_axes_of_an_input_of_unknown_rank(a
 def test_reduced_shape_op_vectorizes_over_shape_vectors():
     """ReducedShape (the kept shape of a reduction's gradient) has a batching rule: one shape per example."""
     from tapeflow.framework.op_def import execute
-    from tapeflow.ops.grad_util import _reduced_shape
+    from tapeflow.ops.core.primitives import _reduced_shape
     shapes = tapeflow.constant([[2, 3, 4], [5, 6, 7]])
     kept = tapeflow.vectorized_map(lambda s: execute(_reduced_shape, [s], {"axes": (0, -1)}), shapes)
     np.testing.assert_array_equal(kept.numpy(), [[1, 3, 1], [1, 6, 1]])

@@ -14,6 +14,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import constant
 from tapeflow.ops import array_ops, constructor_ops, decomposition_ops, linalg_ops, math_ops, random_ops
+from tapeflow.ops.core import primitives
 
 
 def _float_dtype(dtype):
@@ -284,7 +285,7 @@ class Orthogonal(Initializer):
         q = q * math_ops.sign(linalg_ops.diag_part(r))[None, :]       # a uniform draw of Q
         if rows < cols:
             q = array_ops.transpose(q)
-        return array_ops.reshape(self.gain * q, shape)
+        return primitives.reshape(self.gain * q, shape)
 
     def get_config(self):
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}

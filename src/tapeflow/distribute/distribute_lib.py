@@ -31,6 +31,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
 from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, slicing_ops
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
+from tapeflow.ops.core import primitives
 
 
 # -- thread modes (Note [thread modes]) ----------------------------------------------------
@@ -336,17 +337,17 @@ class Strategy:
             for v in self._extended._local_results(value):
                 _check_axis(v, axis)
         if reduce_op is ReduceOp.SUM:
-            summed = values_lib.map_local(self._extended, lambda v: reduction_ops.reduce_sum(v, axis=axis), value)
+            summed = values_lib.map_local(self._extended, lambda v: primitives.reduce_sum(v, axis=axis), value)
             return self._extended._reduce(reduce_op, summed)
         if reduce_op is not ReduceOp.MEAN:
             raise TypeError(f"Expected `reduce_op` to be a `tf.distribute.ReduceOp`, not: {reduce_op!r}")
         if not isinstance(axis, (int, tuple, list)):
             raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {axis!r}")
-        numer = values_lib.map_local(self._extended, lambda v: reduction_ops.reduce_sum(v, axis=axis), value)
+        numer = values_lib.map_local(self._extended, lambda v: primitives.reduce_sum(v, axis=axis), value)
         denom = values_lib.map_local(self._extended, lambda v: _element_count(v, axis), value)
         numer = self._extended._reduce(ReduceOp.SUM, numer)
         denom = self._extended._reduce(ReduceOp.SUM, denom)
-        return math_ops.truediv(numer, math_ops.cast(denom, numer.dtype))
+        return math_ops.truediv(numer, primitives.cast(denom, numer.dtype))
 
     def experimental_local_results(self, value):
         """The values of this worker's replicas in `value`, as a tuple (`(value,)` for a plain value)."""
@@ -726,14 +727,14 @@ def _all_gather_with_gradient(ctx, axis, flat):
 
     def grad(*dys, variables=None):
         summed = ctx.all_reduce(ReduceOp.SUM, list(dys))
-        sizes = ctx.merge_call(gather, args=[array_ops.reshape(constructor_ops.shape(x)[axis], [1]) for x in xs],
+        sizes = ctx.merge_call(gather, args=[primitives.reshape(primitives.shape(x)[axis], [1]) for x in xs],
                                kwargs={"axis": 0})
         rid = ctx.replica_id_in_sync_group
         dxs = []
         for x, size, dy in zip(xs, sizes, summed):
-            start = reduction_ops.reduce_sum(size[:rid])      # the rows of the replicas before this one
+            start = primitives.reduce_sum(size[:rid])      # the rows of the replicas before this one
             begin = array_ops.one_hot(axis % x.shape.rank, x.shape.rank, dtype=start.dtype) * start
-            dxs.append(slicing_ops.slice(dy, begin, constructor_ops.shape(x)))
+            dxs.append(slicing_ops.slice(dy, begin, primitives.shape(x)))
         return dxs if variables is None else (dxs, [None] * len(variables))
 
     grad._variables_optional = True

@@ -9,6 +9,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, reduction_ops
+from tapeflow.ops.core import primitives
 
 @tf_export("nn.compute_average_loss")
 def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):
@@ -34,7 +35,7 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         raise ValueError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1. "
                          f"Received per_example_loss={loss} with rank 0")
     if sample_weight is not None:
-        loss = math_ops.cast(_weighted(loss, convert_to_tensor(sample_weight)), dtype)
+        loss = primitives.cast(_weighted(loss, convert_to_tensor(sample_weight)), dtype)
     if global_batch_size is None:
         if has_strategy() and in_cross_replica_context():
             raise RuntimeError("You are calling `compute_average_loss` in cross replica context, while it was "
@@ -47,18 +48,18 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         raise TypeError(f"global_batch_size must be an integer. Found: tensor of dtype {size.dtype.name}")
     if not isinstance(size, _Symbolic) and int(size) < 0:
         raise InvalidArgumentError(None, None, f"global_batch_size must be non-negative. Got {int(size)}.")
-    return math_ops.div_no_nan(reduction_ops.reduce_sum(loss), math_ops.cast(size, dtype))
+    return math_ops.div_no_nan(primitives.reduce_sum(loss), primitives.cast(size, dtype))
 
 
 def _weighted(loss, weight):
     """`loss * weight` in float32, a weight of one rank more or less squeezed or expanded (TF's rule)."""
-    loss, weight = math_ops.cast(loss, dtypes.float32), math_ops.cast(weight, dtypes.float32)
+    loss, weight = primitives.cast(loss, dtypes.float32), primitives.cast(weight, dtypes.float32)
     rank, weight_rank = loss.shape.rank, weight.shape.rank
     if rank is not None and weight_rank:
         if weight_rank - rank == 1:
             weight = array_ops.squeeze(weight, [-1])
         elif rank - weight_rank == 1:
-            weight = array_ops.expand_dims(weight, -1)
+            weight = primitives.expand_dims(weight, -1)
     return loss * weight
 
 
@@ -77,4 +78,4 @@ def scale_regularization_loss(regularization_loss):
     if has_strategy() and in_cross_replica_context():
         raise RuntimeError("You are calling `scale_regularization_loss` in cross replica context, while it was "
                            "expected to be called in replica context.")
-    return reduction_ops.reduce_sum(regularization_loss) / get_strategy().num_replicas_in_sync
+    return primitives.reduce_sum(regularization_loss) / get_strategy().num_replicas_in_sync

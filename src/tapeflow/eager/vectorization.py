@@ -1,7 +1,7 @@
 """`tf.vectorized_map`: a function of one example run once on a whole batch.
 
 The function is called once with batched tensors standing for one example
-each (ops/vectorization.py); every op it runs is rewritten by its batching rule, so
+each (ops/core/vectorization.py); every op it runs is rewritten by its batching rule, so
 the whole batch goes through each kernel in one call.  Eagerly this needs no
 tracing, and inside a graph the rewritten ops are graph ops.
 """
@@ -13,7 +13,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops
-from tapeflow.ops.vectorization import vectorizing
+from tapeflow.ops.core.vectorization import vectorizing
 
 
 @tf_export("vectorized_map")

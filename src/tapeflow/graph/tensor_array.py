@@ -21,6 +21,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.ops import gradient_rules
 from tapeflow.ops import array_ops
+from tapeflow.ops.core import primitives
 
 
 def _list_shape(*metas, **attrs):
@@ -200,7 +201,7 @@ def _scatter_grad(op, dflow):
 
 
 def _index_at(indices, i):
-    return array_ops.gather(array_ops.reshape(indices, (-1,)), i)
+    return array_ops.gather(primitives.reshape(indices, (-1,)), i)
 
 
 @gradient_rules.register_variant_sum
@@ -392,7 +393,7 @@ class TensorArray:
     def concat(self, name=None):
         stacked = self.stack()
         shape = stacked._value.shape
-        return array_ops.reshape(stacked, (-1,) + tuple(shape[2:]) if None not in shape[2:] else (-1,))
+        return primitives.reshape(stacked, (-1,) + tuple(shape[2:]) if None not in shape[2:] else (-1,))
 
     def size(self, name=None):
         if self._flow is None:

@@ -38,6 +38,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE
+from tapeflow.ops.core import primitives
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
 
@@ -88,7 +89,7 @@ def zeros(shape, np_dtype):
 
 
 def zeros_like(t):
-    return math_ops.zeros_like(t)
+    return primitives.zeros_like(t)
 
 
 def num_elements(grad):

@@ -22,14 +22,14 @@ from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, constructor_ops, math_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
-from tapeflow.ops.grad_util import binary_grads, zeros_of
+from tapeflow.ops.core import vectorization
+from tapeflow.ops.core.primitives import binary_grads, zeros_of
 from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
     square_matrix_shape,
 )
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import primitives
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -102,7 +102,7 @@ MATRIX_BATCH = batching.FamilyRule(_over_leading_axes)      # the batching prese
 
 def _expand2(x):
     """x[..., None, None]: a per-matrix scalar broadcast over its matrix."""
-    return array_ops.expand_dims(array_ops.expand_dims(x, -1), -1)
+    return primitives.expand_dims(primitives.expand_dims(x, -1), -1)
 
 
 # -- diagonals and bands ------------------------------------------------------
@@ -228,7 +228,7 @@ def _matrix_set_diag(x, diagonal, k):
 
 @_matrix_set_diag.def_batch
 def _matrix_set_diag_batch(xs, batched, k):
-    x, d = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+    x, d = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
     return _set_diag_op(x, d, k), True                 # the batch dims of x and the diagonal must agree
 
 
@@ -345,7 +345,7 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
     array([2., 6.], dtype=float32)
     """
     a, b = convert_inputs((a, b))
-    out = math_ops.matmul(a, array_ops.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    out = math_ops.matmul(a, primitives.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
     return array_ops.squeeze(out, -1)
 
 
@@ -527,7 +527,7 @@ def _matrix_solve(a, b, adjoint):
 def _matrix_solve_batch(xs, batched, adjoint):
     a, b = xs
     if batched[0]:                                      # the batch dims of matrix and rhs must agree
-        a, b = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(a))
+        a, b = primitives.stacked_all(xs, batched, primitives.batch_size_of(a))
         return execute(_matrix_solve, (a, b), {"adjoint": adjoint}), True
     return _solve_columns(a, b, adjoint), True
 
@@ -536,10 +536,10 @@ def _solve_columns(a, b, adjoint):
     """A shared matrix against a batch of right-hand sides [B, ..., M, K]: one solve of the examples'
     columns side by side, [..., M, B * K] (one factorization)."""
     n = b._value.ndim - 1                               # the example rank
-    dims = tuple(size_inputs.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
+    dims = tuple(primitives.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
     cols = array_ops._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
-    out = execute(_matrix_solve, (a, array_ops.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
-    out = array_ops.reshape(out, dims[1:n] + (dims[0], dims[n]))
+    out = execute(_matrix_solve, (a, primitives.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
+    out = primitives.reshape(out, dims[1:n] + (dims[0], dims[n]))
     return array_ops._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
 
 
@@ -623,9 +623,9 @@ def _substitute(tri, rhs, lower, batch):
 
 @_matrix_triangular_solve.def_batch
 def _matrix_triangular_solve_batch(xs, batched, lower, adjoint):
-    a, b = vectorization.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
+    a, b = primitives.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
     if a._value.ndim > b._value.ndim:                   # (NumPy 1.x reads an rhs of one rank less as vectors)
-        b = vectorization.insert_axes(b, 0, a._value.ndim - b._value.ndim)
+        b = primitives.insert_axes(b, 0, a._value.ndim - b._value.ndim)
     return execute(_matrix_triangular_solve, (a, b), {"lower": lower, "adjoint": adjoint}), True
 
 
@@ -685,7 +685,7 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     # graph runs.  Both are formed, each on a Gram matrix replaced by the identity when
     # it is not the one used (so the unused side stays finite, and its zero gradient
     # stays zero, even where its Gram matrix is singular), and the used result is selected.
-    dims = constructor_ops.shape(a)
+    dims = primitives.shape(a)
     tall = math_ops.greater_equal(dims[-2], dims[-1])
     over = _overdetermined(a, b, l2_regularizer, used=tall)
     under = _underdetermined(a, b, l2_regularizer, used=math_ops.logical_not(tall))
@@ -708,10 +708,10 @@ def _regularized_gram_cholesky(a, l2, first_kind, used=None):
     unknown size])."""
     gram = _mm(a, a, adjoint_a=first_kind, adjoint_b=not first_kind)
     if isinstance(l2, Tensor) or l2 != 0:          # l2 added to the diagonal
-        gram = _set_diag_op(gram, _diag_part_op(gram) + math_ops.cast(l2, a.dtype))
+        gram = _set_diag_op(gram, _diag_part_op(gram) + primitives.cast(l2, a.dtype))
     if used is not None:
         diagonal = _diag_part_op(gram)
-        identity = _set_diag_op(math_ops.zeros_like(gram), math_ops.ones_like(diagonal))
+        identity = _set_diag_op(primitives.zeros_like(gram), math_ops.ones_like(diagonal))
         gram = math_ops.where(used, gram, identity)
     return cholesky(gram)
 

@@ -31,12 +31,14 @@ from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute,
 from tapeflow.framework.shapes.known_values import cast_value
 from tapeflow.framework.shapes.symbolic_tensors import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import vectorization
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
-from tapeflow.ops.grad_util import binary_grads, unbroadcast
+from tapeflow.ops.core.primitives import binary_grads, unbroadcast
 from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core.primitives import _filled_like, cast, zeros_like
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -611,40 +613,6 @@ def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
 
 # -- casts and comparisons ----------------------------------------------------
 
-@unary_op("Cast", same_dtype=False, shape=shape_rules.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
-def _cast(x, DstT):
-    if (x.dtype.kind == "T") != (DstT.kind == "T"):      # strings: tf.strings.as_string / to_number
-        raise UnimplementedError(None, "Cast", f"Cast {_tf_name(x.dtype)} to {_tf_name(DstT)} is not supported "
-                                 "[Op:Cast]")
-    if x.dtype.kind == "c" and DstT.kind != "c":
-        x = np.real(x)
-    return half.astype(np.asarray(x), DstT) if x.dtype != DstT else x     # Note [half precision]
-
-
-@_cast.def_grad(reads_inputs=False)
-def _cast_grad(op, dy):
-    src = op.inputs[0]._value.dtype
-    if src not in dtypes.TRAINABLE_NP or dy.dtype._np not in dtypes.TRAINABLE_NP:
-        return None                                   # casts to or from integers cut the gradient
-    return cast(dy, dtypes.from_numpy(src))
-
-
-@tf_export("cast")
-def cast(x, dtype, name=None):
-    """Casts `x` to `dtype`; complex to real keeps the real part.
-
-    >>> import tapeflow as tf
-    >>> tf.cast(tf.constant([1.7, -1.7]), tf.int32).numpy()
-    array([ 1, -1], dtype=int32)
-    """
-    dtype = dtypes.as_dtype(dtype)
-    if isinstance(x, IndexedSlices):
-        return IndexedSlices(cast(x.values, dtype), x.indices, x.dense_shape)
-    x = convert_to_tensor(x)
-    if x._value.dtype == dtype._np:
-        return x
-    return execute(_cast, (x,), {"DstT": dtype._np})
-
 
 def _comparison(type_, fn, allowed):
     kernel = comparison_op(type_, dtypes=allowed)(fn)
@@ -723,7 +691,7 @@ def _bool_condition(value):
         if not value:
             return convert_to_tensor(np.zeros((0,), np.bool_))
         # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.slicing_ops import check_list_entries
+        from tapeflow.ops.core.arguments import check_list_entries
         check_list_entries(value)
     if not state.graphs or value is None:
         return convert_to_tensor(value, dtype=dtypes.bool)
@@ -731,34 +699,6 @@ def _bool_condition(value):
         return convert_to_tensor(value, dtype=dtypes.bool)
     except (TypeError, ValueError):
         raise TypeError(f"Expected bool passed to parameter 'condition' of op 'SelectV2', got {value!r}.") from None
-
-
-@op("FillLike", same_dtype=False, shape=shape_rules.fill_like_shape, unknown_rank=True, differentiable=False,
-    batch=batching.ELEMENTWISE)
-def _fill_like(like, value, dtype):
-    if value == 0:
-        return np.zeros(np.shape(like), dtype)      # strings: empty ones (np.full would write "0")
-    return np.full(np.shape(like), value, dtype)
-
-
-def _filled_like(input, dtype, value):
-    x = input if type(input) is Tensor else convert_to_tensor(input)
-    np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    if value and np_dtype.kind == "T":
-        raise InvalidArgumentError(None, "OnesLike", "Value for attr 'T' of string is not in the list of allowed "
-                                   "values [Op:OnesLike]")
-    shape = x._value.shape
-    if shape is None or None in shape or (state.tapes and np_dtype == x._value.dtype):
-        # Filled when the graph runs (a graph tensor of unknown shape or rank), or recorded
-        # like TensorFlow's ZerosLike/OnesLike: a tape tracing `input` traces the result.
-        return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
-    return Tensor(np.full(shape, value, np_dtype) if value else np.zeros(shape, np_dtype))
-
-
-@tf_export("zeros_like")
-def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    """Zeros with the shape (and dtype, unless given) of `input`."""
-    return _filled_like(input, dtype, 0)
 
 
 @tf_export("ones_like")
@@ -801,27 +741,27 @@ def _matmul_batch(xs, batched, transpose_a, transpose_b):
     if ranks == [2, 2] and batched != (True, True):
         return (_batched_left(a, b, transpose_a, transpose_b) if batched[0]
                 else _batched_right(a, b, transpose_a, transpose_b)), True
-    return _matmul_op(*vectorization.align_ranks(xs, batched), transpose_a, transpose_b), True
+    return _matmul_op(*primitives.align_ranks(xs, batched), transpose_a, transpose_b), True
 
 
 def _batched_left(a, b, ta, tb):
     """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
     if ta:
         a = array_ops.transpose(a, (0, 2, 1))
-    size, (m, k) = vectorization.batch_size_of(a), a._value.shape[1:]
+    size, (m, k) = primitives.batch_size_of(a), a._value.shape[1:]
     rows = size * m if isinstance(size, int) and m is not None else -1     # -1 cannot be inferred when empty
-    out = _matmul_op(array_ops.reshape(a, (rows, k)), b, False, tb)
-    return array_ops.reshape(out, vectorization.prepend(size, (m if m is not None else -1, out._value.shape[1])))
+    out = _matmul_op(primitives.reshape(a, (rows, k)), b, False, tb)
+    return primitives.reshape(out, primitives.prepend(size, (m if m is not None else -1, out._value.shape[1])))
 
 
 def _batched_right(a, b, ta, tb):
     """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
     out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
     bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
-    size, (n, k) = vectorization.batch_size_of(bt), bt._value.shape[1:]
+    size, (n, k) = primitives.batch_size_of(bt), bt._value.shape[1:]
     rows = size * n if isinstance(size, int) and n is not None else -1
-    out = _matmul_op(array_ops.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
-    out = array_ops.reshape(out, vectorization.prepend(size, (n if n is not None else -1, out._value.shape[1])))
+    out = _matmul_op(primitives.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
+    out = primitives.reshape(out, primitives.prepend(size, (n if n is not None else -1, out._value.shape[1])))
     return array_ops.transpose(out, (0, 2, 1))
 
 
@@ -921,11 +861,8 @@ from tapeflow.ops.special_math_ops import (  # noqa: E402
     bessel_i0, bessel_i0e, bessel_i1, bessel_i1e, digamma, erf, erfc, erfcinv, erfinv, lgamma, lbeta, ndtri,
     nextafter, polygamma, polyval, zeta,
 )
-from tapeflow.ops.reduction_ops import (  # noqa: E402
-    _axes, argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, in_top_k, is_non_decreasing,
-    is_strictly_increasing, reduce_all, reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max,
-    reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance, top_k, zero_fraction,
-)
+from tapeflow.ops.reduction_ops import argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, in_top_k, is_non_decreasing, is_strictly_increasing, reduce_all, reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_variance, top_k, zero_fraction
+from tapeflow.ops.core.primitives import _axes, reduce_sum
 from tapeflow.ops.segment_ops import (  # noqa: E402
     segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
     unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,

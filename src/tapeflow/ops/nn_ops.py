@@ -22,13 +22,13 @@ from tapeflow.ops.variables import Variable
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, random_ops
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import vectorization
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import primitives
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -52,7 +52,7 @@ def _scalar_like(value, t):
 
 def _zeros_like(t):
     shape = t._value.shape
-    return math_ops.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
+    return primitives.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
 
 
 # -- rectifiers ------------------------------------------------------------------
@@ -140,7 +140,7 @@ def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, alpha * features elsewhere; integers are computed in float32."""
     x = _tensor(features)
     if x._value.dtype.kind in "iu":
-        x = math_ops.cast(x, dtypes.float32)
+        x = primitives.cast(x, dtypes.float32)
     if isinstance(alpha, Tensor):
         alpha = alpha._value
     # alpha stays a Python float: TensorFlow rounds it to float32 (its attr type), so float64
@@ -394,9 +394,9 @@ def _bias_add_batch(xs, batched, data_format):
     rank = batching.example_rank(value, batched[0])
     after = rank - 2 if data_format == "NCHW" else 0    # example axes after the channel axis
     if after:                                           # y = x + b, b's entries along the channel axis
-        bias = vectorization.insert_axes(bias, bias._value.ndim, after)
+        bias = primitives.insert_axes(bias, bias._value.ndim, after)
     if batched[1] and rank - 1 - after:                 # a batched b: its batch axis stays first
-        bias = vectorization.insert_axes(bias, 1, rank - 1 - after)
+        bias = primitives.insert_axes(bias, 1, rank - 1 - after)
     return math_ops.add(value, bias), True
 
 
@@ -432,7 +432,7 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
       (mean, variance), with the reduced axes kept as size 1 when `keepdims`.
     """
     x = _tensor(x)
-    y = math_ops.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
+    y = primitives.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
     mean = math_ops.reduce_mean(y, axes, keepdims=True)
     # Note: unlike TensorFlow, the mean is not stop_gradient-ed here; first-order
     # gradients agree exactly and second-order ones are then correct.
@@ -442,7 +442,7 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
         if reduced:
             mean, variance = array_ops.squeeze(mean, reduced), array_ops.squeeze(variance, reduced)
     if y is not x:
-        mean, variance = math_ops.cast(mean, x.dtype), math_ops.cast(variance, x.dtype)
+        mean, variance = primitives.cast(mean, x.dtype), primitives.cast(variance, x.dtype)
     return mean, variance
 
 
@@ -460,7 +460,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     shift = -mean * inv
     if offset is not None:
         shift = (offset if isinstance(offset, Tensor) else convert_to_tensor(offset, dtype=inv.dtype)) + shift
-    return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+    return x * primitives.cast(inv, x.dtype) + primitives.cast(shift, x.dtype)
 
 
 @tf_export("nn.dropout")
@@ -487,7 +487,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. "
                          f"Received: x_dtype={x.dtype!r}")
     if isinstance(rate, SymbolicTensor) and rate._value.ndim == 0 and constant_value(rate) is None:
-        rate_t = math_ops.cast(rate, x.dtype)           # a rate known only when the graph runs
+        rate_t = primitives.cast(rate, x.dtype)           # a rate known only when the graph runs
         scale, threshold = math_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
     else:
         rate_value = constant_value(rate) if isinstance(rate, Tensor) else rate    # None: a non-scalar tensor
@@ -513,7 +513,7 @@ def _noise_shape(x, noise_shape):
         return noise_shape
     dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
     if any(d is None for d in dims) and None in shape:
-        x_dims = size_inputs.dims_of(x)
+        x_dims = primitives.dims_of(x)
         dims = [x_dims[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
     else:
         dims = [shape[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
@@ -597,5 +597,5 @@ def _partitioned_lookup(params, ids):
     placed = math_ops.unsorted_segment_sum(gathered, order, flat.size)
     rest = placed._value.shape[1:]
     if None in rest:                     # graphs: row sizes read at run time
-        return array_ops.reshape(placed, list(ids._value.shape) + size_inputs.dims_of(placed)[1:])
-    return array_ops.reshape(placed, ids._value.shape + rest)
+        return primitives.reshape(placed, list(ids._value.shape) + primitives.dims_of(placed)[1:])
+    return primitives.reshape(placed, ids._value.shape + rest)

@@ -9,6 +9,7 @@ from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.decomposition_ops import svd
+from tapeflow.ops.core import primitives
 
 _VECTOR_ORDS = ("euclidean", 1, 2, np.inf)
 _MATRIX_ORDS = ["euclidean", "fro", 1, 2, np.inf]
@@ -86,4 +87,4 @@ def _spectral_norm(x, axes):
         top = math_ops.reduce_max(s, -1, keepdims=True)
     else:
         top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
-    return array_ops._transpose_op(array_ops.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))
+    return array_ops._transpose_op(primitives.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))

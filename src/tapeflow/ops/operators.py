@@ -21,6 +21,7 @@ from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
 from tapeflow.ops.variables import Variable
 from tapeflow.ops import array_ops, bitwise_ops, math_ops
+from tapeflow.ops.core import primitives
 
 
 def _binary(fn, name, op_=None):
@@ -216,4 +217,4 @@ SymbolicTensor.__iter__ = _iter_symbolic
 IndexedSlices._as_tensor = _dense
 IndexedSlices.__neg__ = lambda s: IndexedSlices(math_ops.negative(s._values), s._indices, s._dense_shape)
 tensor_module._pack = array_ops.stack
-tensor_module._cast = math_ops.cast
+tensor_module._cast = primitives.cast

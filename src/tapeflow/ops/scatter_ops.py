@@ -6,7 +6,7 @@ naming the offending position).  Gradients with respect to gathered params
 are IndexedSlices where TensorFlow makes them so (axis-0 gathers, gather_nd
 with [n, 1] indices); scatters differentiate into gathers and back.  A
 gradient reads the indices, and of the gathered tensor only its shape (Note
-[static shapes in gradients] in grad_util).
+[static shapes in gradients] in ops/core/primitives.py).
 """
 
 import collections
@@ -24,15 +24,18 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
 from tapeflow.ops import constructor_ops, slicing_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
-from tapeflow.ops.grad_util import shape_tensor, zeros_of
+from tapeflow.ops.array_ops import _transpose_op
+from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
+from tapeflow.ops.core.arguments import _shape_str
+from tapeflow.ops.core.primitives import shape_tensor, zeros_of
 from tapeflow.ops.variables import _read_variable_shape
 from tapeflow.ops import math_ops
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import arguments
+from tapeflow.ops.core import primitives
 
 
 # -- gathers ------------------------------------------------------------------
@@ -83,7 +86,7 @@ def _gather_batch(xs, batched, axis, batch_dims):
         raise batching.NotBatchable
     axis %= rank_
     if batch_dims or all(batched):                      # the batch becomes one more batch dim
-        params, indices = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+        params, indices = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": batch_dims + 1}), True
     if batched[0]:                                      # the examples' params side by side: gather past the batch
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": 0}), True
@@ -103,7 +106,7 @@ def _check_batch_dims(pshape, ishape, batch_dims):
 def _dims(t):
     """t's static shape, or (graphs, unknown sizes) its dims as ints and scalar tensors read at run time."""
     shape = t._value.shape
-    return tuple(shape) if None not in shape else tuple(size_inputs.dims_of(t))
+    return tuple(shape) if None not in shape else tuple(primitives.dims_of(t))
 
 
 @_gather.def_grad(reads_inputs=(1,))
@@ -119,7 +122,7 @@ def _gather_grad(op, dy):
     dy = _dense(dy)
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
-    n = pshape[axis] if pshape[axis] is not None else size_inputs.dims_of(params)[axis]
+    n = pshape[axis] if pshape[axis] is not None else primitives.dims_of(params)[axis]
     rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
     back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
     return _transpose_op(rows, back), None
@@ -129,7 +132,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
     """Segment-sums dy [B..., A..., I..., R...] into params [B..., A..., N, R...], batches kept apart
     by offsetting the indices of batch k by k * N.  In graphs, unknown sizes are scalar tensors."""
     pdims, idims = _dims(params), _dims(indices)
-    nb, ni = size_inputs.product(pdims[:batch_dims]), size_inputs.product(idims[batch_dims:])
+    nb, ni = primitives.product(pdims[:batch_dims]), primitives.product(idims[batch_dims:])
     n, a_dims, r_dims = pdims[axis], pdims[batch_dims:axis], pdims[axis + 1:]
     na, nr = len(a_dims), len(r_dims)
     g = reshape(dy, (nb,) + a_dims + idims[batch_dims:] + r_dims)
@@ -137,10 +140,10 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
                       + tuple(range(g._value.ndim - nr, g._value.ndim)))
     g = reshape(g, (nb * ni,) + a_dims + r_dims)
     if isinstance(nb, Tensor) or isinstance(n, Tensor):
-        offsets = reshape(math_ops.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
+        offsets = reshape(primitives.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
-    ids = reshape(math_ops.add_v2(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
+    ids = reshape(math_ops.add_v2(reshape(primitives.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
     rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
     return _reshape_to_input(rows, params)
@@ -197,10 +200,10 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         indices = convert_to_tensor(indices)
     except (ValueError, InvalidArgumentError):
         if isinstance(indices, (list, tuple)):         # TF's class for a bad list (Note [typed index inputs])
-            slicing_ops.check_list_entries(indices)
+            arguments.check_list_entries(indices)
         raise
     if indices._value.dtype not in _GATHER_INDICES:
-        raise slicing_ops.typed_index_error(indices.dtype.name, "indices", "GatherV2", "Tindices", _GATHER_INDICES)
+        raise arguments.typed_index_error(indices.dtype.name, "indices", "GatherV2", "Tindices", _GATHER_INDICES)
     batch_dims = int(batch_dims)
     if batch_dims < 0:
         batch_dims += known_rank(indices, "GatherV2")
@@ -284,7 +287,7 @@ def _boolean_mask_graph(x, mask, axis):
     if len(covered) != len(mshape) or any(a != b and a is not None and b is not None for a, b in zip(covered, mshape)):
         raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(mshape)} are incompatible")
     dims = _dims(x)
-    lead = size_inputs.product(dims[axis:axis + len(mshape)])
+    lead = primitives.product(dims[axis:axis + len(mshape)])
     flat = reshape(x, dims[:axis] + (lead,) + dims[axis + len(mshape):])
     keep = reshape(where_indices(reshape(m, (-1,))), (-1,))
     return gather(flat, keep, axis=axis)
@@ -354,8 +357,8 @@ def _gather_nd_batch(xs, batched):
         return execute(_gather_nd, xs, {}), True      # shared params: [B, I...] rows give [B, I..., R...]
     if indices._value.shape[-1] is None:
         raise batching.NotBatchable
-    size = vectorization.batch_size_of(params)
-    return _batch_gather_nd(params, indices if batched[1] else vectorization.broadcast_batch(indices, size), 1), True
+    size = primitives.batch_size_of(params)
+    return _batch_gather_nd(params, indices if batched[1] else primitives.broadcast_batch(indices, size), 1), True
 
 
 @_gather_nd.def_grad(reads_inputs=(1,))
@@ -409,13 +412,13 @@ def _batch_gather_nd(params, indices, batch_dims):
                          f"got indices of shape {list(ishape)}.")
     pdims, idims = _dims(params), _dims(indices)       # graphs: unknown sizes are scalar tensors
     bdims = tuple(p if i is None else i for p, i in zip(pdims[:batch_dims], ishape[:batch_dims]))
-    nb = size_inputs.product(bdims)
-    flat_idx = reshape(math_ops.cast(indices, dtypes.int64), (nb, -1, k))
+    nb = primitives.product(bdims)
+    flat_idx = reshape(primitives.cast(indices, dtypes.int64), (nb, -1, k))
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
-        m = size_inputs.dims_of(flat_idx)[1]
-        batch = reshape(math_ops.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
-        batch = array_ops.broadcast_to(batch, (nb, m, 1))
+        m = primitives.dims_of(flat_idx)[1]
+        batch = reshape(primitives.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
+        batch = primitives.broadcast_to(batch, (nb, m, 1))
     else:
         batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1), (nb, m, 1)).copy())
     out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]),
@@ -484,10 +487,10 @@ def _count(shape):
 def _scatter_nd_shape(indices, updates, shape):
     """The known sizes of `shape` (an unknown rank when its length is unknown), checked against
     the indices and updates."""
-    if size_inputs.unknown_length(shape):
+    if primitives.unknown_length(shape):
         dims = None
     else:
-        dims = tuple(size_inputs.output_dims(size_inputs.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
+        dims = tuple(primitives.output_dims(primitives.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
     return _scatter_shape(indices._value, updates._value, dims, updates._value.dtype, "ScatterNd")
 
 
@@ -504,9 +507,9 @@ def _scatter_nd(indices, updates, shape):
 def _scatter_nd_batch(xs, batched, shape=None):
     if len(xs) > 2 and batched[2]:
         raise batching.NotBatchable                     # a shape per example
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    indices, updates = vectorization.stacked_all(xs[:2], batched[:2], size)
-    dims = vectorization.prepend(size, shape if len(xs) == 2 else xs[2])
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    indices, updates = primitives.stacked_all(xs[:2], batched[:2], size)
+    dims = primitives.prepend(size, shape if len(xs) == 2 else xs[2])
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (_with_example_index(indices), updates, dims), {}), True
     return _scatter_nd_op(_with_example_index(indices), updates, dims), True
@@ -521,14 +524,14 @@ def _with_example_index(indices):
         lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1] + (1,))))
     else:                                               # graphs: sizes known when the graph runs
         dims = _dims(indices)
-        lead = reshape(math_ops.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 1))
-        lead = array_ops.broadcast_to(lead, dims[:-1] + (1,))
+        lead = reshape(primitives.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 1))
+        lead = primitives.broadcast_to(lead, dims[:-1] + (1,))
     return array_ops.concat([lead, indices], -1)
 
 
 def _scatter_batch(op_, xs, batched, attrs):
     """TensorScatter*: the stacked tensor [B, ...] updated at the example-numbered rows."""
-    tensor, indices, updates = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+    tensor, indices, updates = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
     return execute(op_, (tensor, _with_example_index(indices), updates), attrs), True
 
 
@@ -570,7 +573,7 @@ def scatter_nd(indices, updates, shape, name=None):
     array([0., 4., 0., 2., 0.], dtype=float32)
     """
     indices = _nd_indices(indices, "ScatterNd")
-    dims = size_inputs.ints_or_tensor(shape, "shape", "ScatterNd", constructor_ops._int_list)
+    dims = primitives.ints_or_tensor(shape, "shape", "ScatterNd", arguments._int_list)
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
     return _scatter_nd_op(indices, convert_to_tensor(updates), dims)
@@ -646,8 +649,8 @@ def _tensor_scatter_extremum_grad(op, dy):
     """d out = d t where t won, d u where u won; entries tied n ways get 1/n of dy each (TensorFlow's rule)."""
     tensor, indices, updates = op.inputs
     out, dy = op.outputs[0], _dense(dy)
-    t_won = math_ops.cast(math_ops.equal(tensor, out), dy.dtype)
-    u_won = math_ops.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
+    t_won = primitives.cast(math_ops.equal(tensor, out), dy.dtype)
+    u_won = primitives.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
     shape = shape_tensor(tensor, np.int64 if indices._value.dtype == np.int64 else np.int32)
     winners = t_won + execute(_scatter_nd, (indices, u_won, shape), {})
     share = dy / winners                               # every entry has a winner: winners >= 1

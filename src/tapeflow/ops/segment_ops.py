@@ -21,10 +21,12 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.ops import array_ops, constructor_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
+from tapeflow.ops.core import vectorization
+from tapeflow.ops.math_ops import equal, greater, greater_equal, logical_and, maximum, ones_like, where
+from tapeflow.ops.core.primitives import cast, zeros_like
 from tapeflow.ops.unary_ops import sqrt
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import primitives
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
@@ -61,9 +63,9 @@ def _trailing_ones(t, extra):
         return t
     shape = t._value.shape
     if None not in shape:
-        return array_ops.reshape(t, shape + (1,) * extra)
+        return primitives.reshape(t, shape + (1,) * extra)
     for _ in range(extra):
-        t = array_ops.expand_dims(t, -1)
+        t = primitives.expand_dims(t, -1)
     return t
 
 
@@ -274,15 +276,15 @@ def _unsorted_batch(op_, xs, batched, attrs):
     if len(xs) == 3 and batched[2]:
         raise batching.NotBatchable                     # a segment count per example
     n = xs[2] if len(xs) == 3 else attrs["num_segments"]
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    data, ids = xs[0] if batched[0] else vectorization.broadcast_batch(xs[0], size), xs[1]
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    data, ids = xs[0] if batched[0] else primitives.broadcast_batch(xs[0], size), xs[1]
     if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
         ids = cast(ids, dtypes.int64)
     id_rank = batching.example_rank(ids, batched[1])
     dtype = ids._value.dtype
     if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
         total = cast(size, dtype) * cast(n, dtype)
-        offsets = array_ops.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+        offsets = primitives.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
     else:
         total = size * n
         offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))
@@ -291,7 +293,7 @@ def _unsorted_batch(op_, xs, batched, attrs):
         out = execute(op_, (data, ids, total), {})
     else:
         out = execute(op_, (data, ids), {"num_segments": total})
-    return array_ops.reshape(out, _batch_of_segments(out, size, n)), True
+    return primitives.reshape(out, _batch_of_segments(out, size, n)), True
 
 
 def _batch_of_segments(out, size, n):
@@ -299,8 +301,8 @@ def _batch_of_segments(out, size, n):
     rest = tuple(out._value.shape[1:])
     if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
         return (size, n) + rest
-    lead = [array_ops.reshape(cast(d, dtypes.int32), [1]) for d in (size, n)]
-    return array_ops.concat(lead + [constructor_ops.shape(out)[1:]], 0)
+    lead = [primitives.reshape(cast(d, dtypes.int32), [1]) for d in (size, n)]
+    return array_ops.concat(lead + [primitives.shape(out)[1:]], 0)
 
 
 _unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True,

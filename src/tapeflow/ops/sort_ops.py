@@ -17,10 +17,10 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
+from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes.shape_rules import shape_error
 from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import primitives
 
 
 def _argsort_shape(x, descending):
@@ -104,10 +104,10 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     x, back = _moved(values, axis, "sort")
     shape = x._value.shape
     if None in shape:                                  # graphs: unknown sizes are read at run time
-        shape = size_inputs.dims_of(x)
-    rows = array_ops.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
+        shape = primitives.dims_of(x)
+    rows = primitives.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
-    out = array_ops.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)
+    out = primitives.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)
     return out if back is None else array_ops.transpose(out, back)
 
 
@@ -145,4 +145,4 @@ def invert_permutation(x):
 @invert_permutation.def_batch
 def _invert_permutation_batch(xs, batched):
     # the inverse of a permutation is the order that sorts it (rows are not checked to be permutations)
-    return math_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True
+    return primitives.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True

@@ -20,6 +20,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor, is_tensor
+from tapeflow.ops.core import primitives
 
 
 @tf_export("get_static_value")
@@ -75,10 +76,10 @@ def _rules():
         from tapeflow.ops import array_ops, constructor_ops, join_ops, math_ops
         _RULES.update({
             _const: lambda t, op, p: np.asarray(op.attrs["value"]),
-            constructor_ops._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
-            constructor_ops._range: _kernel, constructor_ops._fill: _fill, math_ops._cast: _kernel,
-            join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, join_ops._pack: _pack,
-            join_ops._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
+            primitives._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
+            constructor_ops._range: _kernel, constructor_ops._fill: _fill, primitives._cast: _kernel,
+            join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, primitives._pack: _pack,
+            primitives._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
             array_ops._identity: _identity, array_ops._stop_gradient: _identity,
         })
     return _RULES

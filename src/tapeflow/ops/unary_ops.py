@@ -21,7 +21,8 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.batching import SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
+from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, complex, div_no_nan
+from tapeflow.ops.core.primitives import cast, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES

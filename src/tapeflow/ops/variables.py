@@ -38,6 +38,7 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, known_rank
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
+from tapeflow.ops.core import primitives
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
 from tapeflow.ops.core import half
@@ -595,7 +596,7 @@ class Variable(metaclass=_VariableCreation):
         if None in ishape:
             raise ValueError(f"batch_scatter_update needs indices of a static shape, got {TensorShape(ishape)}.")
         batch = np.moveaxis(np.indices(ishape, dtype=indices._value.dtype)[:-1], 0, -1)   # [..., rank - 1]
-        rows = array_ops.concat([Tensor(batch), array_ops.expand_dims(indices, -1)], axis=-1)
+        rows = array_ops.concat([Tensor(batch), primitives.expand_dims(indices, -1)], axis=-1)
         return self.scatter_nd_update(rows, sparse_delta.values)
 
     def __repr__(self):

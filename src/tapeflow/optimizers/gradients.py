@@ -21,6 +21,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, reduction_ops, segment_ops, unary_ops
 from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import primitives
 
 
 def checked_pairs(grads_and_vars):
@@ -73,9 +74,9 @@ def _clip_value(g, value):
 
 def _clip_by_global_norm(grads, clip_norm):
     """Keras's global-norm clipping: every gradient times clip_norm * min(1/norm, 1/clip_norm)."""
-    squares = [reduction_ops.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
+    squares = [primitives.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
                for g in grads]
-    norm = unary_ops.sqrt(reduction_ops.reduce_sum(array_ops.stack(squares)))
+    norm = unary_ops.sqrt(primitives.reduce_sum(array_ops.stack(squares)))
     scale = clip_norm * math_ops.minimum(1.0 / norm, 1.0 / clip_norm)
     scale = scale + (norm - norm)       # NaN when the norm is not finite
     return [scaled(g, scale) for g in grads]

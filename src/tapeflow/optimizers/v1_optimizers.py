@@ -15,8 +15,9 @@ from tapeflow.graph.session import group_ops
 from tapeflow.ops import math_ops, scatter_ops, unary_ops
 from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
+from tapeflow.ops.core import primitives
 
-cast = math_ops.cast
+cast = primitives.cast
 
 
 @tf_export("compat.v1.train.GradientDescentOptimizer")

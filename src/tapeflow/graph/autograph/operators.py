@@ -25,6 +25,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
+from tapeflow.ops.core import primitives
 
 
 class Undefined:
@@ -80,11 +81,11 @@ def condition(value, statement):
                          f"boolean Tensor, use `tf.cast`; {hint}")
     shape = value._value.shape
     if shape is None:
-        return array_ops.reshape(value, ())
+        return primitives.reshape(value, ())
     if shape:
         if np.prod([d for d in shape if d is not None]) > 1:
             raise ValueError(f"condition of {statement} expected to be `tf.bool` scalar, got {value!r}; {hint}")
-        return array_ops.reshape(value, ())
+        return primitives.reshape(value, ())
     return value
 
 
@@ -243,13 +244,13 @@ def _len(value):
 
 def _int(value, *args):
     if isinstance(value, SymbolicTensor) and not args:
-        return math_ops.cast(value, dtypes.int32)
+        return primitives.cast(value, dtypes.int32)
     return builtins.int(value, *args)
 
 
 def _float(value=0.0):
     if isinstance(value, SymbolicTensor):
-        return math_ops.cast(value, dtypes.float32)
+        return primitives.cast(value, dtypes.float32)
     return builtins.float(value)
 
 
