@@ -32,6 +32,7 @@ from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
 from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, slicing_ops
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
 from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
 
 
 # -- thread modes (Note [thread modes]) ----------------------------------------------------
@@ -370,7 +371,7 @@ class Strategy:
             raise NotImplementedError("gather does not support IndexedSlices")
         if not isinstance(value, values_lib.DistributedValues):
             return value
-        return array_ops.concat(list(self._extended._local_results(value)), axis)
+        return join_ops.concat(list(self._extended._local_results(value)), axis)
 
     def __copy__(self):
         raise RuntimeError("Must only deepcopy DistributionStrategy.")
@@ -390,12 +391,12 @@ def _element_count(v, axis):
     count = 1
     for a in (axis if isinstance(axis, (tuple, list)) else [axis]):
         if rank is None:
-            count = count * array_ops.shape(v, out_type=dtypes.int64)[a]
+            count = count * primitives.shape(v, out_type=dtypes.int64)[a]
             continue
         if not -rank <= a < rank:
             raise ValueError(f"`axis` = {a!r} out of range for `value` with rank {rank}")
         dim = v.shape[a]
-        count = count * (dim if dim is not None else array_ops.shape(v, out_type=dtypes.int64)[a])
+        count = count * (dim if dim is not None else primitives.shape(v, out_type=dtypes.int64)[a])
     return convert_to_tensor(count, dtype=dtypes.int64) if isinstance(count, int) else count
 
 

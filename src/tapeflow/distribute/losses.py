@@ -40,7 +40,7 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         if has_strategy() and in_cross_replica_context():
             raise RuntimeError("You are calling `compute_average_loss` in cross replica context, while it was "
                                "expected to be called in replica context.")
-        global_batch_size = array_ops.shape(loss)[0] * get_strategy().num_replicas_in_sync
+        global_batch_size = primitives.shape(loss)[0] * get_strategy().num_replicas_in_sync
     size = convert_to_tensor(global_batch_size)
     if size.shape.rank != 0:
         raise ValueError(f"global_batch_size must be scalar. Expected scalar shape, saw shape: {size.shape}.")

@@ -21,6 +21,7 @@ from tapeflow.ops.gradient_rules import UnconnectedGradients
 from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
 
 
 def _rows(tape, target, sources, seeds):
@@ -41,7 +42,7 @@ def _assemble(rows, source, shape, unconnected, axis=0):
         return Tensor(np.zeros(shape, source._value.dtype))
     zeros = Tensor(np.zeros(source._value.shape, source._value.dtype))
     rows = [zeros if r is None else r for r in rows]
-    return primitives.reshape(array_ops.stack(rows, axis=axis), shape)
+    return primitives.reshape(primitives.stack(rows, axis=axis), shape)
 
 
 def _one_hot_seeds(rows, cols, dtype, shape):
@@ -106,16 +107,16 @@ def jacobian(tape, target, sources, unconnected, use_pfor=True):
 def _dynamic_jacobian(tape, target, sources, unconnected):
     """The vectorized Jacobian of a graph target whose shape is known only when the graph
     runs: the identity seed and the result shapes are computed in the graph."""
-    n = array_ops.size(target)
+    n = constructor_ops.size(target)
     steps = constructor_ops.range(n)
     eye = primitives.cast(math_ops.equal(primitives.expand_dims(steps, 1), primitives.expand_dims(steps, 0)),
                         target.dtype)
-    seed = primitives.reshape(eye, array_ops.concat([primitives.reshape(n, [1]), array_ops.shape(target)], 0))
+    seed = primitives.reshape(eye, join_ops.concat([primitives.reshape(n, [1]), primitives.shape(target)], 0))
     out = []
     for g, s in zip(_stacked_rows(tape, target, sources, seed, n), sources, strict=True):
-        shape = array_ops.concat([array_ops.shape(target), array_ops.shape(s)], 0)
+        shape = join_ops.concat([primitives.shape(target), primitives.shape(s)], 0)
         if g is None:
-            out.append(None if unconnected is UnconnectedGradients.NONE else array_ops.zeros(shape, s.dtype))
+            out.append(None if unconnected is UnconnectedGradients.NONE else constructor_ops.zeros(shape, s.dtype))
         else:
             out.append(primitives.reshape(g, shape))
     return out

@@ -14,6 +14,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops
 from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops.core import primitives
 
 
 @tf_export("vectorized_map")
@@ -74,7 +75,7 @@ def _batch_size(flat):
         raise ValueError(f"The tensors in `elems` disagree on the batch size (first dimension): {sorted(known)}.")
     if known and None not in sizes:
         return known.pop()
-    return array_ops.shape(flat[0])[0]
+    return primitives.shape(flat[0])[0]
 
 
 class _fallback_policy:

@@ -27,6 +27,7 @@ from tapeflow.graph.concrete_function import ConcreteFunction, run_body
 from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.ops import reduction_ops
 
 
 def _trainable(t):
@@ -254,7 +255,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
                 caps = _own(caps)
             elif rows is not None:                      # only the examples in `rows`
                 caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
-                count = array_ops.shape(rows)[0]
+                count = primitives.shape(rows)[0]
             outs, out_batched = vectorization.run_vectorized(lambda args: run_body(f, args), caps, used)
             return [o if b else primitives.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
         return run
@@ -264,14 +265,14 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     if any(x._is_batched for x in xs):                 # Note [nested vectorized control flow]
         return tuple(math_ops.where(*primitives.align_ranks([pred, a, b], (True, True, True)))
                      for a, b in zip(branch(then_f, then_caps)(), branch(else_f, else_caps)())), True
-    taken, other = array_ops.where_indices(pred), array_ops.where_indices(math_ops.logical_not(pred))
+    taken, other = scatter_ops.where_indices(pred), scatter_ops.where_indices(math_ops.logical_not(pred))
     a = branch(then_f, then_caps, primitives.reshape(taken, [-1]))()
     b = branch(else_f, else_caps, primitives.reshape(other, [-1]))()
     size = primitives.batch_size_of(pred)
     out = []
     for x, y in zip(a, b):
         dims = [size] + primitives.dims_of(x)[1:]
-        shape = tuple(dims) if all(isinstance(d, int) for d in dims) else array_ops.stack(
+        shape = tuple(dims) if all(isinstance(d, int) for d in dims) else primitives.stack(
             [primitives.cast(d, dtypes.int32) for d in dims])
         out.append(scatter_ops.tensor_scatter_nd_update(scatter_ops.scatter_nd(taken, x, shape), other, y))
     return tuple(out), True
@@ -387,7 +388,7 @@ def _any_example(going):
     """Whether a batched predicate holds for some example (eagerly)."""
     while going._is_batched:
         going = going._stacked
-    return bool(math_ops.reduce_any(going))
+    return bool(reduction_ops.reduce_any(going))
 
 
 def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations, raw=False):
@@ -555,11 +556,11 @@ class _VectorizedLoop:
                 vs = [math_ops.where(*primitives.align_ranks([active, u, v], (True, True, True)))
                       for u, v in zip(new, vs)]
                 return vs + [math_ops.logical_and(active, still), counts + primitives.cast(active, dtypes.int32)]
-            rows = array_ops.where_indices(active)                   # [k, 1]: the examples still going
+            rows = scatter_ops.where_indices(active)                   # [k, 1]: the examples still going
             at = primitives.reshape(rows, [-1])
             caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(self.captured), self.cap_flags)]
             outs, out_batched = self.run(step, [scatter_ops.gather(v, at) for v in vs], every, caps)
-            still, *new = _all_stacked(outs, out_batched, array_ops.shape(at)[0])
+            still, *new = _all_stacked(outs, out_batched, primitives.shape(at)[0])
             vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
             active = scatter_ops.tensor_scatter_nd_update(primitives.zeros_like(active), rows, still)
             return vs + [active, counts + primitives.cast(carry[n], dtypes.int32)]
@@ -567,7 +568,7 @@ class _VectorizedLoop:
         stacked = primitives.stacked_all(self.loop_vars, self.entering, size)
         (active,) = _all_stacked(*self.run(self.going, stacked, every), size)
         counts = primitives.broadcast_batch(Tensor(np.int32(0)), size)
-        outs = self._loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts],
+        outs = self._loop(lambda *carry: reduction_ops.reduce_any(carry[n]), body, stacked + [active, counts],
                           every, keep_history)
         return self._result(outs, every, keep_history, outs[n + 1], True)
 
@@ -609,7 +610,7 @@ def _while_grad(op, *dys):
         dv = list(carry[:len(trainable)])
         acc_c = list(carry[len(trainable):len(trainable) + len(cap_trainable)])
         acc_v = list(carry[len(trainable) + len(cap_trainable):])
-        x_i = [array_ops.gather(history[k], i) for k in range(n)]
+        x_i = [scatter_ops.gather(history[k], i) for k in range(n)]
         flat = iter(backward._call_flat(x_i + [captured[p] for p in body_caps] + dv))
         grads = [next(flat) if m else None for m in mask]
         new_dv = []
@@ -617,7 +618,7 @@ def _while_grad(op, *dys):
             g = grads[k]
             g = primitives.zeros_like(dv[t]) if g is None else convert_to_tensor(g)
             if k in d_hist:
-                g = _add(g, array_ops.gather(d_hist[k], i))
+                g = _add(g, scatter_ops.gather(d_hist[k], i))
             new_dv.append(g)
         for local, p in enumerate(body_caps):
             g = grads[n + local]

@@ -36,6 +36,9 @@ from tapeflow.ops.core import batching
 from tapeflow.ops.core.arguments import _known_count, _shape_error, _shape_str
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
+from tapeflow.ops import unary_ops
+from tapeflow.ops.join_ops import concat
+from tapeflow.ops import math_ops
 
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
@@ -265,7 +268,7 @@ def _tile_grad(op, dy):
         reps = list(op.get_attr("multiples")) if sizes is None else primitives.entries(sizes, len(shape))
         dims = primitives.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
         split = [v for pair in zip(reps, dims, strict=True) for v in pair]
-    summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
+    summed = primitives.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
     dx = _reshape_to_input(summed, x)
     return dx if len(op.inputs) == 1 else (dx, None)
 
@@ -451,23 +454,11 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
         return IndexedSlices(clip_by_norm(t.values, clip_norm, axes), t.indices, t.dense_shape)
     values = convert_to_tensor(t)
     clip_norm = primitives.cast(clip_norm, values.dtype)
-    squares = math_ops.reduce_sum(values * values, axes, keepdims=True)
+    squares = primitives.reduce_sum(values * values, axes, keepdims=True)
     nonzero = squares > 0
     safe = math_ops.where(nonzero, squares, math_ops.ones_like(squares))      # sqrt'(0) never reached
-    norm = math_ops.where(nonzero, math_ops.sqrt(safe), squares)
+    norm = math_ops.where(nonzero, unary_ops.sqrt(safe), squares)
     scaled = values * clip_norm
     if not values.shape.is_compatible_with(scaled.shape):
         raise ValueError(f"Shapes {values.shape} and {scaled.shape} are incompatible")
     return identity(scaled / math_ops.maximum(norm, clip_norm))
-
-
-from tapeflow.ops.slicing_ops import _getitem  # noqa: E402,F401  (Tensor.__getitem__, via operators)
-
-
-# The gathers and `where_indices` live in `scatter_ops`; `array_ops.gather` stays for the callers that use it.
-from tapeflow.ops.scatter_ops import boolean_mask, gather, where_indices  # noqa: E402,F401
-
-# The joins, splits and pads live in `join_ops`.
-from tapeflow.ops.join_ops import _concat_grad, _split_op, concat, pad, split
-from tapeflow.ops.core.primitives import stack, unstack
-from tapeflow.ops import math_ops

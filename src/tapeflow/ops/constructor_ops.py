@@ -33,6 +33,7 @@ from tapeflow.ops.core.arguments import _any_tensor, _int_list, int_input
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _shape, _shape_type
 from tapeflow.ops.core.primitives import _query
+from tapeflow.ops import join_ops
 
 
 def int_attr_list(value, what, op_name):
@@ -172,7 +173,7 @@ def _fill_batch(xs, batched, dims=None):
 
 @_fill.def_grad(reads_inputs=False)
 def _fill_grad(op, dy):
-    dvalue = math_ops.reduce_sum(dy)                   # every element is the value: d value = sum dy
+    dvalue = primitives.reduce_sum(dy)                   # every element is the value: d value = sum dy
     return dvalue if len(op.inputs) == 1 else (dvalue, None)
 
 
@@ -325,7 +326,7 @@ def linspace(start, stop, num, name=None, axis=0):
         delta = (last - first) / Tensor(np.asarray(steps, start._value.dtype))
         middle = Tensor(np.arange(1, steps, dtype=start._value.dtype).reshape((-1,) + (1,) * (rank_ - axis)))
     inner = first + middle * delta
-    out = array_ops.concat([first, inner, last], axis)
+    out = join_ops.concat([first, inner, last], axis)
     if isinstance(num, Tensor):                          # its block, of sizes read at run time (TF's static shape)
         sizes = math_ops.where(Tensor(np.arange(rank_ + 1) == axis), primitives.cast(num, dtypes.int32), shape(out))
         return slicing_ops.slice(out, [0] * (rank_ + 1), sizes)

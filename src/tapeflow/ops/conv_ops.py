@@ -32,6 +32,9 @@ from tapeflow.ops.core import half
 from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
+from tapeflow.ops import reduction_ops
+from tapeflow.ops import scatter_ops
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -280,7 +283,7 @@ def _dims(x):
     shape = x._value.shape
     if None not in shape:
         return list(shape)
-    dynamic = array_ops.shape(x)
+    dynamic = primitives.shape(x)
     return [dynamic[i] if d is None else d for i, d in enumerate(shape)]
 
 
@@ -318,7 +321,7 @@ def _scaled(sizes, axis, factor):
     scale = [1] * sizes._value.shape[0]
     scale[axis] = primitives.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
     if isinstance(factor, Tensor):
-        return math_ops.multiply(sizes, array_ops.stack(scale))
+        return math_ops.multiply(sizes, primitives.stack(scale))
     return math_ops.multiply(sizes, Tensor(np.asarray(scale, sizes._value.dtype)))
 
 
@@ -336,11 +339,11 @@ def _windows_of(conv, x, ks, attrs):
         strides, dilations = attrs["strides"], attrs["dilations"]
         out, pads = _geometry(dims[1:-1], ks, strides, dilations, attrs["padding"], "")
         if any(p for pair in pads for p in pair):
-            x = array_ops.pad(x, [[0, 0]] + [list(p) for p in pads] + [[0, 0]])
+            x = join_ops.pad(x, [[0, 0]] + [list(p) for p in pads] + [[0, 0]])
         taps = [x[(slice(None),) + tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
                                          for t, d, s, o in zip(tap, dilations, strides, out)) + (slice(None),)]
                 for tap in itertools.product(*map(range, ks))]
-        return array_ops.stack(taps, axis=n + 1)
+        return primitives.stack(taps, axis=n + 1)
     per_channel = _reshaped(array_ops.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
                             [dims[0] * dims[-1]] + dims[1:-1] + [1])
     taps = execute(conv, (per_channel, _one_hot_filter(ks, x._value.dtype)), attrs)      # [M*C, *out, K]
@@ -396,9 +399,9 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         cols = array_ops.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
         cd = _dims(cols)
         per_channel = _reshaped(cols, [cd[0] * cd[1]] + cd[2:])
-        bnc = math_ops.reduce_prod(_scaled(array_ops.gather(sizes, [0, n + 1]), 0, size))
-        spatial = array_ops.gather(sizes, list(range(1, n + 1)))
-        col2im_sizes = array_ops.concat([primitives.reshape(bnc, [1]), spatial,
+        bnc = reduction_ops.reduce_prod(_scaled(scatter_ops.gather(sizes, [0, n + 1]), 0, size))
+        spatial = scatter_ops.gather(sizes, list(range(1, n + 1)))
+        col2im_sizes = join_ops.concat([primitives.reshape(bnc, [1]), spatial,
                                          Tensor(np.ones(1, sizes._value.dtype))], 0)
         dx = execute(backprop_input, (col2im_sizes, _one_hot_filter(ks, w._value.dtype), per_channel), attrs)
         xd = _dims(dx)                                  # [B*N*C, *S, 1]
@@ -714,7 +717,7 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
             out_shape = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
         sizes = Tensor(np.asarray(out_shape, np.int32))
     elif cf:
-        sizes = array_ops.gather(sizes, [0, 2, 3, 1])
+        sizes = scatter_ops.gather(sizes, [0, 2, 3, 1])
     y = execute(_conv2d_backprop_input, (sizes, w, _to_channels_last(x, cf)),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     return _from_channels_last(y, cf)

@@ -22,6 +22,7 @@ from tapeflow.ops.linalg_ops import (
 )
 from tapeflow.framework.shapes.matrix_shape_rules import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
 from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
 
 Qr = collections.namedtuple("Qr", ["q", "r"])
 
@@ -35,7 +36,7 @@ def _split_columns(x, count, total=None):
     total = x._value.shape[-1] if total is None else total
     if count == total:
         return x, None
-    return array_ops._split_op(x, (count, total - count), x._value.ndim - 1)
+    return join_ops._split_op(x, (count, total - count), x._value.ndim - 1)
 
 
 def _gaps(values):
@@ -264,7 +265,7 @@ def _qr_grad(op, dq, dr):
     u, _ = _split_columns(r, rows)
     du, dw = _split_columns(dr, rows, cols)
     dx = _qr_grad_tall(q, u, dq + _mm(y, dw, adjoint_b=True), du)
-    return array_ops.concat([dx, _mm(q, dw)], -1)
+    return join_ops.concat([dx, _mm(q, dw)], -1)
 
 
 def _qr_grad_tall(q, r, dq, dr):

@@ -30,6 +30,7 @@ from tapeflow.framework.shapes.matrix_shape_rules import (
 )
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.ops import unary_ops
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -85,7 +86,7 @@ def matrix_transpose(a, name="matrix_transpose", conjugate=False):
 
 def safe_reciprocal(x, epsilon=1e-20):
     """x / (x^2 + epsilon): 1/x away from zero, 0 at zero (for eigenvalue gaps)."""
-    return x * math_ops.reciprocal(x * x + epsilon)
+    return x * unary_ops.reciprocal(x * x + epsilon)
 
 
 def _mm(a, b, adjoint_a=False, adjoint_b=False):
@@ -333,7 +334,7 @@ def band_part(input, num_lower, num_upper, name=None):  # noqa: A002
 @tf_export("linalg.trace")
 def trace(x, name=None):
     """The sum of the main diagonal of each matrix (shape `x.shape[:-2]`)."""
-    return math_ops.reduce_sum(diag_part(x), axis=-1)
+    return primitives.reduce_sum(diag_part(x), axis=-1)
 
 
 @tf_export("linalg.matvec")
@@ -443,7 +444,7 @@ def logdet(matrix, name=None):
     1.09861
     """
     chol = cholesky(matrix)
-    return 2.0 * math_ops.reduce_sum(math_ops.log(math_ops.real(diag_part(chol))), axis=-1)
+    return 2.0 * primitives.reduce_sum(unary_ops.log(math_ops.real(diag_part(chol))), axis=-1)
 
 
 # -- Cholesky and solves -----------------------------------------------------
@@ -736,11 +737,11 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
         raise TypeError(f"l2_normalize needs a floating point or complex tensor, got {x.dtype.name}; cast it first.")
     if x.dtype.is_complex:
         re, im = math_ops.real(x), math_ops.imag(x)
-        inv_norm = _inverse_norm(math_ops.reduce_sum(re * re + im * im, axis, keepdims=True), epsilon)
+        inv_norm = _inverse_norm(primitives.reduce_sum(re * re + im * im, axis, keepdims=True), epsilon)
         return math_ops.complex(re * inv_norm, im * inv_norm)
-    return x * _inverse_norm(math_ops.reduce_sum(x * x, axis, keepdims=True), epsilon)
+    return x * _inverse_norm(primitives.reduce_sum(x * x, axis, keepdims=True), epsilon)
 
 
 def _inverse_norm(square_sum, epsilon):
     floor = Tensor(np.asarray(epsilon, square_sum._value.dtype))
-    return math_ops.reciprocal(math_ops.sqrt(math_ops.maximum(square_sum, floor)))
+    return unary_ops.reciprocal(unary_ops.sqrt(math_ops.maximum(square_sum, floor)))

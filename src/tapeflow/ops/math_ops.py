@@ -39,6 +39,14 @@ from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _filled_like, cast, zeros_like
+from tapeflow.ops import scatter_ops
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import convert_like
+from tapeflow.ops import array_ops
+from tapeflow.ops.unary_ops import log
+from tapeflow.ops.unary_ops import negative
+from tapeflow.ops.unary_ops import reciprocal
+from tapeflow.ops.unary_ops import square
 
 _COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -665,7 +673,7 @@ def where(condition, x=None, y=None, name=None):
     """Elementwise choice `x if condition else y` (broadcasting); with x and y None,
     the coordinates of true elements as an int64 [n, rank] tensor."""
     if x is None and y is None:
-        return array_ops.where_indices(convert_to_tensor(condition))
+        return scatter_ops.where_indices(convert_to_tensor(condition))
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     given = condition
@@ -848,26 +856,3 @@ logical_not = tf_export("math.logical_not", "logical_not")(_logical("LogicalNot"
 def logical_xor(x, y, name="LogicalXor"):
     """Elementwise exclusive or of bool tensors."""
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
-
-
-# -- the rest of the family (Note [module split]) ------------------------------------
-
-from tapeflow.ops.unary_ops import (  # noqa: E402
-    abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, exp, expm1, floor, is_finite, is_inf, is_nan,
-    log, log1p, log_sigmoid, negative, reciprocal, reciprocal_no_nan, rint, round, rsqrt, sigmoid, sign, sin,
-    sinh, softplus, softsign, sqrt, square, tan, tanh,
-)
-from tapeflow.ops.special_math_ops import (  # noqa: E402
-    bessel_i0, bessel_i0e, bessel_i1, bessel_i1e, digamma, erf, erfc, erfcinv, erfinv, lgamma, lbeta, ndtri,
-    nextafter, polygamma, polyval, zeta,
-)
-from tapeflow.ops.reduction_ops import argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, in_top_k, is_non_decreasing, is_strictly_increasing, reduce_all, reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_variance, top_k, zero_fraction
-from tapeflow.ops.core.primitives import _axes, reduce_sum
-from tapeflow.ops.segment_ops import (  # noqa: E402
-    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
-    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
-    unsorted_segment_sum,
-)
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import convert_like
-from tapeflow.ops import array_ops

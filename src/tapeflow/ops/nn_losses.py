@@ -25,6 +25,7 @@ from tapeflow.framework.shapes.shape_rules import static_int
 from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.ops import unary_ops
 
 
 # -- softmax cross-entropies --------------------------------------------------------
@@ -42,7 +43,7 @@ def _col(v):
 def _softmax_hvp(logits, dbackprop):
     """d backprop / d logits applied to `dbackprop`: the softmax Jacobian (symmetric)."""
     s = execute(_softmax, (logits,), {})
-    return (dbackprop - math_ops.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
+    return (dbackprop - primitives.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
 
 
 @op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2, shape=shape_rules.softmax_xent_shape,
@@ -354,7 +355,7 @@ def _log1p_exp_neg_abs(x):
     nonneg = math_ops.greater_equal(x, zeros)
     relu_x = math_ops.where(nonneg, x, zeros)
     neg_abs = math_ops.where(nonneg, -x, x)
-    return relu_x, math_ops.log1p(math_ops.exp(neg_abs))
+    return relu_x, unary_ops.log1p(unary_ops.exp(neg_abs))
 
 
 @tf_export("nn.sigmoid_cross_entropy_with_logits")
@@ -392,12 +393,12 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     if targets._value.shape != log_input._value.shape and not shape_rules.compatible(targets._value.shape,
                                                                           log_input._value.shape):
         raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
-    loss = math_ops.exp(log_input) - log_input * targets
+    loss = unary_ops.exp(log_input) - log_input * targets
     if not compute_full_loss:
         return loss
     # z log z - z + 0.5 log(2 pi z), only where z > 1
     safe = math_ops.where(math_ops.greater(targets, _scalar_like(1, targets)), targets, math_ops.ones_like(targets))
     two_pi_z = _scalar_like(2 * np.pi, safe) * safe
-    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(two_pi_z)
+    stirling = safe * unary_ops.log(safe) - safe + _scalar_like(0.5, safe) * unary_ops.log(two_pi_z)
     keep = math_ops.greater(targets, _scalar_like(1, targets))
     return loss + math_ops.where(keep, stirling, _zeros_like(stirling))

@@ -236,7 +236,7 @@ def draw_per_example(op_, inputs, attrs):
     if op_ in _SAMPLERS:
         return _all_levels(lambda sizes: execute(op_, (_with_sizes(sizes, first),) + rest, attrs))
     shape = first._value.shape
-    dims = shape if shape is not None and None not in shape else array_ops.shape(first)
+    dims = shape if shape is not None and None not in shape else primitives.shape(first)
     batched = _all_levels(lambda sizes: primitives.broadcast_to(first, _with_sizes(sizes, dims)))
     return execute(op_, (batched,) + rest, attrs)
 
@@ -282,7 +282,7 @@ def _as_shape(dims):
     """An int32 shape tensor from ints and scalar tensors."""
     if all(isinstance(d, (int, np.integer)) for d in dims):
         return Tensor(np.asarray(dims, np.int32))
-    return array_ops.stack([primitives.cast(d, dtypes.int32) for d in dims])
+    return primitives.stack([primitives.cast(d, dtypes.int32) for d in dims])
 
 
 def _seed_attr(seed):

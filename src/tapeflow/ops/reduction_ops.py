@@ -626,7 +626,7 @@ def _top_k_batch(xs, batched, sorted, index_type, k=None):  # noqa: A002
 @_top_k.def_grad(reads_inputs=False, reads_outputs=True)
 def _top_k_grad(op, dvalues, dindices):
     # The values' gradients land at their indices in each row (a scatter into zeros).
-    from tapeflow.ops.segment_ops import unsorted_segment_sum
+    from tapeflow.ops.scatter_ops import unsorted_segment_sum
     x, indices = op.inputs[0], op.outputs[1]
     shape = x._value.shape
     if None in shape or None in indices._value.shape:   # graphs: the sizes are read at run time
@@ -647,7 +647,7 @@ def _top_k_grad_dynamic(x, indices, dvalues):
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.core.primitives import reshape_like
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.segment_ops import unsorted_segment_sum
+    from tapeflow.ops.scatter_ops import unsorted_segment_sum
     dims = primitives.dims_of(x, np.int64)
     n, k = dims[-1], primitives.dims_of(indices, np.int64)[-1]
     rows = _product(dims[:-1])

@@ -36,6 +36,16 @@ from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import arguments
 from tapeflow.ops.core import primitives
+from tapeflow.framework.dtypes import NUMERIC_TYPES
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.ops.core.primitives import cast
+from tapeflow.ops.core.primitives import zeros_like
+from tapeflow.ops.math_ops import greater_equal
+from tapeflow.ops.math_ops import maximum
+from tapeflow.ops.math_ops import where
+import functools
+from tapeflow.ops import scatter_ops
+from tapeflow.ops import unary_ops
 
 
 # -- gathers ------------------------------------------------------------------
@@ -123,7 +133,7 @@ def _gather_grad(op, dy):
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
     n = pshape[axis] if pshape[axis] is not None else primitives.dims_of(params)[axis]
-    rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
+    rows = scatter_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
     back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
     return _transpose_op(rows, back), None
 
@@ -144,7 +154,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
     ids = reshape(math_ops.add_v2(reshape(primitives.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
-    rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
+    rows = reshape(scatter_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
     return _reshape_to_input(rows, params)
 
@@ -417,12 +427,11 @@ def _batch_gather_nd(params, indices, batch_dims):
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
         m = primitives.dims_of(flat_idx)[1]
-        batch = reshape(primitives.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
-        batch = primitives.broadcast_to(batch, (nb, m, 1))
+        batch = reshape(primitives.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1))
+        batch = primitives.broadcast_to(batch, (nb, m))
     else:
-        batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1), (nb, m, 1)).copy())
-    out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]),
-                               array_ops.concat([batch, flat_idx], -1)), {})
+        batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1), (nb, m)).copy())
+    out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]), _led_by(batch, flat_idx, k)), {})
     return reshape(out, bdims + idims[batch_dims:-1] + pdims[batch_dims + k:])
 
 
@@ -519,14 +528,21 @@ def _with_example_index(indices):
     """Stacked index rows [B, ..., k] led by their example's number: [B, ..., 1 + k], rows of the
     stacked [B, ...] tensor (one scatter for the whole batch)."""
     shape, dtype = indices._value.shape, indices._value.dtype
+    if shape[-1] is None:
+        raise batching.NotBatchable                     # index rows of unknown length
     if None not in shape:
-        lead = np.arange(shape[0], dtype=dtype).reshape((-1,) + (1,) * (len(shape) - 1))
-        lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1] + (1,))))
+        lead = np.arange(shape[0], dtype=dtype).reshape((-1,) + (1,) * (len(shape) - 2))
+        lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1])))
     else:                                               # graphs: sizes known when the graph runs
         dims = _dims(indices)
-        lead = reshape(primitives.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 1))
-        lead = primitives.broadcast_to(lead, dims[:-1] + (1,))
-    return array_ops.concat([lead, indices], -1)
+        lead = reshape(primitives.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
+        lead = primitives.broadcast_to(lead, dims[:-1])
+    return _led_by(lead, indices, shape[-1])
+
+
+def _led_by(lead, indices, k):
+    """Index rows [..., 1 + k]: `lead` [...] in front of the k entries of each row of `indices` [..., k]."""
+    return primitives.stack([lead, *primitives.unstack(indices, num=k, axis=-1)], axis=-1)
 
 
 def _scatter_batch(op_, xs, batched, attrs):
@@ -640,7 +656,7 @@ def _tensor_scatter_add_grad(op, dy):
 @_tensor_scatter_sub.def_grad(reads_inputs=(1,))
 def _tensor_scatter_sub_grad(op, dy):
     dy = _dense(dy)                                    # d(t - scatter(u)) = dt - gather(du)
-    return dy, None, math_ops.negative(_gather_updates(dy, op.inputs[1], op.inputs[2]))
+    return dy, None, unary_ops.negative(_gather_updates(dy, op.inputs[1], op.inputs[2]))
 
 
 @_tensor_scatter_min.def_grad(reads_inputs=True, reads_outputs=True)
@@ -830,3 +846,135 @@ def unique_with_counts(x, out_idx=dtypes.int32, name=None):
     array([2, 1, 1], dtype=int32)
     """
     return _unique_call(_unique_with_counts, x, out_idx, _UniqueWithCountsOutput)
+
+
+# -- unsorted segment sums (the adjoint of gather; the other segment reductions: segment_ops.py) --
+
+def _unsorted_reduce(ufunc, empty, data, ids, num_segments):
+    num_segments = int(num_segments)                     # an attr, or a scalar array (Note [size inputs])
+    if data.shape[:ids.ndim] != ids.shape:
+        raise ValueError(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(ids.shape)}")
+    if ids.size and ids.max() >= num_segments:
+        bad = int(np.argmax(ids.reshape(-1) >= num_segments))
+        raise ValueError(f"segment_ids[{bad}] = {int(ids.reshape(-1)[bad])} is out of range [0, {num_segments})")
+    out = np.full((num_segments,) + data.shape[ids.ndim:], empty, data.dtype)
+    keep = ids >= 0                                      # negative ids are dropped, like TensorFlow
+    ufunc.at(out, ids[keep], data[keep])
+    return out
+
+
+def _gather_dropping_negatives(params, ids):
+    """params[ids] with zero rows where ids < 0."""
+    g = scatter_ops.gather(params, maximum(ids, zeros_like(ids)))
+    keep = _ids_shaped_like(greater_equal(ids, zeros_like(ids)), g)      # broadcast by where
+    return where(keep, g, zeros_like(g))
+
+
+def _unsorted_op(kernel, data, segment_ids, num_segments):
+    data = convert_to_tensor(data)
+    ids = convert_to_tensor(segment_ids)
+    if ids._value.dtype.kind not in "iu":
+        raise TypeError(f"segment_ids must be an integer tensor, got {ids.dtype.name}.")
+    if isinstance(num_segments, SymbolicTensor):        # a size read when the graph runs (Note [size inputs])
+        if num_segments._value.dtype not in (np.int32, np.int64) or num_segments._value.ndim:
+            raise TypeError(f"num_segments of {kernel.type} must be an int32 or int64 scalar, got "
+                            f"{num_segments.dtype.name} of shape {num_segments.shape}.")
+        known = constant_value(num_segments)
+        if known is None:
+            return execute(kernel, (data, ids, num_segments), {})
+        num_segments = known
+    return execute(kernel, (data, ids), {"num_segments": int(num_segments)})
+
+
+def _with_none_for_sizes(op, dx):
+    """The gradients of an unsorted segment op: dx for data, None for the ids (and num_segments)."""
+    return (dx, None, None) if len(op.inputs) == 3 else (dx, None)
+
+
+def _ids_shaped_like(ids, t):
+    """`ids` reshaped with trailing 1s so that it broadcasts against the per-row tensor `t`."""
+    return _trailing_ones(ids, t._value.ndim - ids._value.ndim)
+
+
+def _unsorted_segment_shape(data, segment_ids, num_segments):
+    """Unsorted segment ops: [num_segments] + the dims of data past the ids'.  The rule gets the
+    input tensors (`shape_reads_inputs`): num_segments, an attr or a size input (Note [size inputs]),
+    is read where it is known while the graph is built."""
+    dims, id_dims = tuple(data._value.shape), tuple(segment_ids._value.shape)
+    if len(dims) < len(id_dims) or any(a is not None and b is not None and a != b for a, b in zip(dims, id_dims)):
+        raise ValueError(f"data.shape = {list(dims)} does not start with segment_ids.shape = {list(id_dims)}")
+    if isinstance(num_segments, Tensor):
+        known = constant_value(num_segments)
+        num_segments = None if known is None else int(known)
+    return [Meta((num_segments,) + dims[len(id_dims):], data._value.dtype)]
+
+
+def _trailing_ones(t, extra):
+    """`t` with `extra` size-1 axes appended (inserted one by one when t has unknown dims)."""
+    if not extra:
+        return t
+    shape = t._value.shape
+    if None not in shape:
+        return primitives.reshape(t, shape + (1,) * extra)
+    for _ in range(extra):
+        t = primitives.expand_dims(t, -1)
+    return t
+
+
+def _batch_of_segments(out, size, n):
+    """The shape [size, n, ...] of the [size * n, ...] output `out` (a tensor when a size is unknown)."""
+    rest = tuple(out._value.shape[1:])
+    if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
+        return (size, n) + rest
+    return primitives.prepend(size, primitives.prepend(n, primitives.shape(out)[1:]))
+
+
+def _unsorted_batch(op_, xs, batched, attrs):
+    """Unsorted segment ops: example b's ids offset by b * num_segments, so that one op on the stacked
+    data fills [B * num_segments, ...], viewed as [B, num_segments, ...] (negative ids still dropped)."""
+    if len(xs) == 3 and batched[2]:
+        raise batching.NotBatchable                     # a segment count per example
+    n = xs[2] if len(xs) == 3 else attrs["num_segments"]
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    data, ids = xs[0] if batched[0] else primitives.broadcast_batch(xs[0], size), xs[1]
+    if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
+        ids = cast(ids, dtypes.int64)
+    id_rank = batching.example_rank(ids, batched[1])
+    dtype = ids._value.dtype
+    if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
+        total = cast(size, dtype) * cast(n, dtype)
+        offsets = primitives.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+    else:
+        total = size * n
+        offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))
+    ids = where(greater_equal(ids, zeros_like(ids)), ids + offsets, ids)
+    if isinstance(total, Tensor):
+        out = execute(op_, (data, ids, total), {})
+    else:
+        out = execute(op_, (data, ids), {"num_segments": total})
+    return primitives.reshape(out, _batch_of_segments(out, size, n)), True
+
+
+_unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True,
+                                         batch=batching.FamilyRule(_unsorted_batch))
+
+
+@_unsorted_segment_op("UnsortedSegmentSum", dtypes=NUMERIC_TYPES)
+def _unsorted_segment_sum(data, segment_ids, num_segments):
+    return _unsorted_reduce(np.add, 0, data, segment_ids, num_segments)
+
+
+@_unsorted_segment_sum.def_grad(reads_inputs=(1,))
+def _unsorted_segment_sum_grad(op, dy):
+    return _with_none_for_sizes(op, _gather_dropping_negatives(dy, op.inputs[1]))   # each row: its segment's gradient
+
+
+@tf_export("math.unsorted_segment_sum")
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """Sums rows of `data` into `num_segments` segments given by `segment_ids` (negative ids dropped).
+
+    >>> import tapeflow as tf
+    >>> tf.math.unsorted_segment_sum(tf.constant([1.0, 2.0, 3.0]), tf.constant([1, -1, 1]), 2).numpy()
+    array([0., 4.], dtype=float32)
+    """
+    return _unsorted_op(_unsorted_segment_sum, data, segment_ids, num_segments)

@@ -38,6 +38,7 @@ from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import batching
 from tapeflow.ops.core.arguments import check_list_entries, typed_index_error
 from tapeflow.ops.core import primitives
+from tapeflow.ops import scatter_ops
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
 _SLICE_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
@@ -192,13 +193,7 @@ def _prepend_entry(t, value):
     """The int vector `t` with `value` (an int or a scalar tensor) in front."""
     if type(t) is Tensor and not isinstance(value, Tensor):     # eager: no op for a constant index
         return Tensor(np.concatenate([np.asarray([value], t._value.dtype), t._value]))
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import join_ops
-    if isinstance(value, Tensor):                       # a batch size known when the graph runs
-        head = primitives.reshape(primitives.cast(value, t._value.dtype), [1])
-    else:
-        head = np.asarray([value], t._value.dtype)
-    return join_ops.concat([head, t], 0)
+    return primitives.prepend(value, t)
 
 
 @_strided_slice.def_grad(reads_inputs=(1, 2, 3))
@@ -513,7 +508,7 @@ def _getitem(x, key):
     spec = _SPECS.get(sig) if sig is not None else None
     if spec is None:
         if _is_bool_mask(key):
-            return array_ops.boolean_mask(x, key)
+            return scatter_ops.boolean_mask(x, key)
         spec = _key_spec(key)
         if sig is not None:
             if len(_SPECS) >= 4096:
@@ -595,4 +590,4 @@ def _pack(values):
         if values and (max(values) >= 2**31 or min(values) < -2**31):
             return np.asarray(values, np.int64)
         return np.asarray(values, np.int32) if values else np.zeros(0, np.int32)
-    return array_ops.stack([primitives.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])
+    return primitives.stack([primitives.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])

@@ -21,6 +21,7 @@ from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes.shape_rules import shape_error
 from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import primitives
+from tapeflow.ops import scatter_ops
 
 
 def _argsort_shape(x, descending):
@@ -107,7 +108,7 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
         shape = primitives.dims_of(x)
     rows = primitives.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
-    out = primitives.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)
+    out = primitives.reshape(scatter_ops.gather(rows, order, axis=1, batch_dims=1), shape)
     return out if back is None else array_ops.transpose(out, back)
 
 

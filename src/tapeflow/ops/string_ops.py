@@ -79,7 +79,7 @@ def _string_join_batch(xs, batched, separator):
     for x, b, r in zip(xs, batched, ranks):
         if ref is not None and (r or b):
             x = primitives.broadcast_to(primitives.insert_axes(x, 1, ref._value.ndim - 1) if b and not r else x,
-                                       array_ops.shape(ref))
+                                       primitives.shape(ref))
         out.append(x)
     return execute(_string_join, out, {"separator": separator}), True
 

@@ -43,6 +43,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
 from tapeflow.ops.core import half
 from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
+from tapeflow.ops import join_ops
 
 
 class _Uninitialized(np.ndarray):
@@ -596,7 +597,7 @@ class Variable(metaclass=_VariableCreation):
         if None in ishape:
             raise ValueError(f"batch_scatter_update needs indices of a static shape, got {TensorShape(ishape)}.")
         batch = np.moveaxis(np.indices(ishape, dtype=indices._value.dtype)[:-1], 0, -1)   # [..., rank - 1]
-        rows = array_ops.concat([Tensor(batch), primitives.expand_dims(indices, -1)], axis=-1)
+        rows = join_ops.concat([Tensor(batch), primitives.expand_dims(indices, -1)], axis=-1)
         return self.scatter_nd_update(rows, sparse_delta.values)
 
     def __repr__(self):

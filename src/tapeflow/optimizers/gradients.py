@@ -22,6 +22,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, math_ops, reduction_ops, segment_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import primitives
+from tapeflow.ops import scatter_ops
 
 
 def checked_pairs(grads_and_vars):
@@ -76,7 +77,7 @@ def _clip_by_global_norm(grads, clip_norm):
     """Keras's global-norm clipping: every gradient times clip_norm * min(1/norm, 1/clip_norm)."""
     squares = [primitives.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
                for g in grads]
-    norm = unary_ops.sqrt(primitives.reduce_sum(array_ops.stack(squares)))
+    norm = unary_ops.sqrt(primitives.reduce_sum(primitives.stack(squares)))
     scale = clip_norm * math_ops.minimum(1.0 / norm, 1.0 / clip_norm)
     scale = scale + (norm - norm)       # NaN when the norm is not finite
     return [scaled(g, scale) for g in grads]
@@ -95,4 +96,4 @@ def dense(g, variable):
     tracing), a tensor as it is."""
     if not isinstance(g, IndexedSlices):
         return g
-    return segment_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])
+    return scatter_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])

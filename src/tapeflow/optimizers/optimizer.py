@@ -44,6 +44,7 @@ from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar
+from tapeflow.ops import variable_creation
 
 
 class OptimizerVariable(Variable):
@@ -365,7 +366,7 @@ class Optimizer:
 
 # -- helpers ------------------------------------------------------------------------------
 
-_FIRST_REPLICA = distribute_lib.VariableAggregation.ONLY_FIRST_REPLICA
+_FIRST_REPLICA = variable_creation.VariableAggregation.ONLY_FIRST_REPLICA
 
 
 def _strategy_replica():

@@ -238,7 +238,7 @@ def _len(value):
         if shape is not None and not shape:
             raise ValueError(f"len requires a non-scalar tensor, got one of shape {value.shape}")
         if shape is None or shape[0] is None:
-            return array_ops.shape(value)[0]
+            return primitives.shape(value)[0]
     return builtins.len(value)
 
 
