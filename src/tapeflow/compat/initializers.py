@@ -285,7 +285,7 @@ class Orthogonal(Initializer):
         q, r = decomposition_ops.qr(random_ops.normal(flat, dtype=dtype, seed=self.seed), full_matrices=False)
         q = q * unary_ops.sign(linalg_ops.diag_part(r))[None, :]       # a uniform draw of Q
         if rows < cols:
-            q = array_ops.transpose(q)
+            q = primitives.transpose(q)
         return primitives.reshape(self.gain * q, shape)
 
     def get_config(self):

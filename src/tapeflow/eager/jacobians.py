@@ -108,7 +108,7 @@ def _dynamic_jacobian(tape, target, sources, unconnected):
     """The vectorized Jacobian of a graph target whose shape is known only when the graph
     runs: the identity seed and the result shapes are computed in the graph."""
     n = constructor_ops.size(target)
-    steps = constructor_ops.range(n)
+    steps = primitives.range(n)
     eye = primitives.cast(math_ops.equal(primitives.expand_dims(steps, 1), primitives.expand_dims(steps, 0)),
                         target.dtype)
     seed = primitives.reshape(eye, join_ops.concat([primitives.reshape(n, [1]), primitives.shape(target)], 0))
@@ -169,4 +169,4 @@ def _batch_jacobian_pfor(tape, target, source, unconnected, n):
     if g is None:
         return Tensor(np.zeros(out_shape, dtype))      # as TensorFlow: zeros whatever `unconnected` says
     rows = primitives.reshape(g, (n, batch, -1))       # [inner target, batch, inner source]
-    return primitives.reshape(array_ops.transpose(rows, (1, 0, 2)), out_shape)
+    return primitives.reshape(primitives.transpose(rows, (1, 0, 2)), out_shape)

@@ -265,7 +265,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     if any(x._is_batched for x in xs):                 # Note [nested vectorized control flow]
         return tuple(math_ops.where(*primitives.align_ranks([pred, a, b], (True, True, True)))
                      for a, b in zip(branch(then_f, then_caps)(), branch(else_f, else_caps)())), True
-    taken, other = scatter_ops.where_indices(pred), scatter_ops.where_indices(math_ops.logical_not(pred))
+    taken, other = math_ops.where_indices(pred), math_ops.where_indices(math_ops.logical_not(pred))
     a = branch(then_f, then_caps, primitives.reshape(taken, [-1]))()
     b = branch(else_f, else_caps, primitives.reshape(other, [-1]))()
     size = primitives.batch_size_of(pred)
@@ -523,7 +523,7 @@ class _VectorizedLoop:
         """The original op's outputs: loop variables, [histories,] iteration count."""
         n, histories = self.n, ()
         if keep_history:                                # [steps, B, ...] -> each example's [steps, ...]
-            histories = tuple(array_ops.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))) if f else h
+            histories = tuple(primitives.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))) if f else h
                               for h, f in zip(outs[len(outs) // 2:len(outs) // 2 + n], flags))
         return (tuple(outs[:n]) + histories + (count,),
                 tuple(flags[:n]) + (tuple(flags[:n]) if keep_history else ()) + (count_batched,))
@@ -556,7 +556,7 @@ class _VectorizedLoop:
                 vs = [math_ops.where(*primitives.align_ranks([active, u, v], (True, True, True)))
                       for u, v in zip(new, vs)]
                 return vs + [math_ops.logical_and(active, still), counts + primitives.cast(active, dtypes.int32)]
-            rows = scatter_ops.where_indices(active)                   # [k, 1]: the examples still going
+            rows = math_ops.where_indices(active)                   # [k, 1]: the examples still going
             at = primitives.reshape(rows, [-1])
             caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(self.captured), self.cap_flags)]
             outs, out_batched = self.run(step, [scatter_ops.gather(v, at) for v in vs], every, caps)

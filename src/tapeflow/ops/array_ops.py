@@ -16,29 +16,21 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import identity_value
-from tapeflow.ops.core.primitives import reshape_like, unbroadcast
 
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
-from tapeflow.ops.constructor_ops import eye, fill, int_attr_list, linspace, meshgrid, ones, rank, shape_n, size, zeros
-from tapeflow.ops.core.primitives import shape
-from tapeflow.ops.core.arguments import _int_input, _int_list, int_input, int_input_error
+from tapeflow.ops.core.arguments import int_attr_list
+from tapeflow.ops.core.arguments import _int_input, int_input
 from tapeflow.ops.core import batching
-from tapeflow.ops.core.arguments import _known_count, _shape_error, _shape_str
+from tapeflow.ops.core.arguments import _shape_error
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
-from tapeflow.ops import unary_ops
-from tapeflow.ops.join_ops import concat
-from tapeflow.ops import math_ops
 
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
@@ -171,55 +163,6 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     return execute(_squeeze, (x,), {"squeeze_dims": tuple(sorted({a % rank_ for a in axes}))})
 
 
-def _transpose_shape(x, perm):
-    """Input dim perm[i] is output dim i."""
-    return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
-
-
-@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
-def _transpose(x, perm):
-    return np.transpose(x, perm)
-
-
-@_transpose.def_batch
-def _transpose_batch(xs, batched, perm):
-    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
-
-
-@_transpose.def_grad(reads_inputs=False)
-def _transpose_grad(op, dy):
-    return _transpose_op(_dense(dy), tuple(np.argsort(op.get_attr("perm")).tolist()))   # inverse permutation
-
-
-def _transpose_op(x, perm):
-    return execute(_transpose, (x,), {"perm": perm})
-
-
-@tf_export("transpose")
-def transpose(a, perm=None, conjugate=False, name="transpose"):
-    """Permutes the axes (reverses them when `perm` is None); conjugates if asked.
-
-    Raises:
-      InvalidArgumentError: `perm` is not a permutation of the axes.
-    """
-    x = convert_to_tensor(a)
-    rank_ = known_rank(x, "Transpose")
-    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
-    if len(perm) != rank_:
-        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
-                                        f"size {len(perm)}")
-    for p in perm:
-        if not -rank_ <= p < rank_:
-            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
-    perm = tuple(p % rank_ for p in perm)
-    missing = sorted(set(range(rank_)) - set(perm))
-    if missing:
-        raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
-                                   f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
-    out = _transpose_op(x, perm)
-    return math_ops.conj(out) if conjugate else out
-
-
 # -- tile, reverse (pad: join_ops) ---------------------------------------------
 
 def _tile_shape(x, multiples):
@@ -251,7 +194,7 @@ def _tile_batch(xs, batched, multiples=None):
         if batched[1]:
             raise batching.NotBatchable                 # multiples per example
         reps = primitives.cast(xs[1], dtypes.int64)
-        return tile(xs[0], concat([np.ones(1, np.int64), reps], 0)), True
+        return tile(xs[0], primitives.prepend(1, reps)), True          # the batch axis repeated once
     return execute(_tile, xs, {"multiples": (1,) + tuple(multiples)}), True
 
 
@@ -412,53 +355,3 @@ def _one_hot_values(on_value, off_value, dtype):
     return dtype, on, off
 
 
-@tf_export("clip_by_value")
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """Clips `t` to [clip_value_min, clip_value_max] as `maximum(minimum(t, max), min)`.
-
-    The bounds may broadcast against `t` but not enlarge it. Gradients follow
-    TensorFlow: `t` gets the gradient where min <= t <= max (ties included),
-    a bound gets it where `t` lies strictly beyond it.
-
-    Raises:
-      ValueError: the bounds would broadcast `t` to a larger shape.
-      InvalidArgumentError: incompatible shapes or dtypes.
-    """
-    if isinstance(t, IndexedSlices):
-        return IndexedSlices(clip_by_value(t.values, clip_value_min, clip_value_max), t.indices, t.dense_shape)
-    values = convert_to_tensor(t)
-    out = math_ops.maximum(math_ops.minimum(values, clip_value_max), clip_value_min)
-    if out._value.shape != values._value.shape:
-        raise ValueError(f"Shapes {TensorShape(values._value.shape)} and {TensorShape(out._value.shape)} "
-                         "are incompatible")
-    return out
-
-
-@tf_export("clip_by_norm")
-def clip_by_norm(t, clip_norm, axes=None, name=None):
-    """`t * clip_norm / max(norm, clip_norm)`, `norm` the L2 norm of `t` over `axes` (all by default):
-    `t` unchanged where its norm is at most `clip_norm`, else rescaled to that norm.
-
-    The norm is taken through a square root guarded where it is 0, so the
-    gradient there is finite, as in TensorFlow.  IndexedSlices keep their
-    indices (the norm is that of their values).
-
-    Raises:
-      ValueError: `clip_norm` would broadcast `t` to a larger shape.
-
-    >>> import tapeflow as tf
-    >>> tf.clip_by_norm(tf.constant([3.0, 4.0]), 1.0).numpy()
-    array([0.6, 0.8], dtype=float32)
-    """
-    if isinstance(t, IndexedSlices):
-        return IndexedSlices(clip_by_norm(t.values, clip_norm, axes), t.indices, t.dense_shape)
-    values = convert_to_tensor(t)
-    clip_norm = primitives.cast(clip_norm, values.dtype)
-    squares = primitives.reduce_sum(values * values, axes, keepdims=True)
-    nonzero = squares > 0
-    safe = math_ops.where(nonzero, squares, math_ops.ones_like(squares))      # sqrt'(0) never reached
-    norm = math_ops.where(nonzero, unary_ops.sqrt(safe), squares)
-    scaled = values * clip_norm
-    if not values.shape.is_compatible_with(scaled.shape):
-        raise ValueError(f"Shapes {values.shape} and {scaled.shape} are incompatible")
-    return identity(scaled / math_ops.maximum(norm, clip_norm))

@@ -17,15 +17,13 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
-from tapeflow.ops.core import vectorization
+from tapeflow.framework.shapes.known_values import constant_value, size_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import array_ops
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops import slicing_ops
 from tapeflow.ops.core import batching
 from tapeflow.ops.core.primitives import _shape_batch, shape, unstack
@@ -34,33 +32,7 @@ from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _shape, _shape_type
 from tapeflow.ops.core.primitives import _query
 from tapeflow.ops import join_ops
-
-
-def int_attr_list(value, what, op_name):
-    """A list-of-ints attr (Squeeze's axis) as TensorFlow takes it: one int or a list, each entry
-    truncated by int().
-
-    Raises:
-      TypeError: a tensor (not a list), or an entry int() rejects (a string, None, NaN).
-      OverflowError: an infinite entry.
-    """
-    if (isinstance(value, Tensor) or getattr(value, "_is_variable", False)):
-        raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
-    return tuple(int_entries(value if isinstance(value, (list, tuple, np.ndarray)) else [value], what))
-
-
-def int_entries(entries, what):
-    """int() of each entry of an attr list (TensorFlow's _MakeInt): a string, None or NaN is a
-    TypeError, an infinity an OverflowError."""
-    out = []
-    for v in entries:
-        try:
-            if isinstance(v, (str, bytes)):
-                raise TypeError
-            out.append(int(v))
-        except (TypeError, ValueError):
-            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
-    return out
+from tapeflow.ops.core.primitives import range
 
 
 # Note [int inputs]: TensorFlow takes shapes, perms, multiples, paddings and axes as
@@ -202,78 +174,6 @@ def fill(dims, value, name=None):
 
 
 # -- range, linspace, eye, meshgrid ---------------------------------------------------
-
-_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-_RANGE_TYPES = frozenset(np.dtype(d._np) for d in (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
-                                                   dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint16,
-                                                   dtypes.uint32, dtypes.uint64))
-
-
-def _range_size(start, limit, delta):
-    """The length of a range; ValueError for a delta of 0 or pointing away from limit."""
-    if delta == 0:
-        raise ValueError(f"Requires delta != 0: {delta}")
-    if delta > 0 and start > limit:
-        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
-    if delta < 0 and start < limit:
-        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if start.dtype.kind in "iu":
-        span, step = abs(int(limit) - int(start)), abs(int(delta))
-        return (span + step - 1) // step
-    with np.errstate(all="ignore"):                   # in the range's own precision, as TensorFlow
-        return int(np.ceil(np.abs((limit - start) / delta)))
-
-
-def _range_shape(start, limit, delta):
-    """In graphs: the length is known when start, limit and delta are known while building."""
-    values = [constant_value(t) for t in (start, limit, delta)]
-    size = None if any(v is None for v in values) else _range_size(*values)
-    return [Meta((size,), start._value.dtype)]
-
-
-@op("Range", shape=_range_shape, shape_reads_inputs=True, differentiable=False)
-def _range(start, limit, delta):
-    n = _range_size(start, limit, delta)
-    if start.dtype.kind in "iu":
-        return (int(start) + np.arange(n, dtype=np.int64) * int(delta)).astype(start.dtype)
-    return start + np.arange(n).astype(start.dtype) * delta
-
-
-@tf_export("range")
-def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
-    """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
-
-    Without `dtype`, Python ints give int32 and floats float32; tensors and
-    NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
-    float64 among the arguments wins.
-
-    Raises:
-      InvalidArgumentError: delta is 0, or points away from limit.
-
-    >>> import tapeflow as tf
-    >>> tf.range(1, 10, 3).numpy()
-    array([1, 4, 7], dtype=int32)
-    """
-    if limit is None:
-        start, limit = 0, start
-    want = None if dtype is None else dtypes.as_dtype(dtype)
-    # Python values become eager constants, so a range of them is a constant inside graphs too.
-    args = [a if isinstance(a, Tensor) or hasattr(a, "_as_tensor") else Tensor(_convert_python(a, want))
-            for a in (start, limit, delta)]
-    args = [convert_to_tensor(a) for a in args]
-    if want is None:
-        want = builtins.max((a.dtype for a in args),
-                            key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
-    if want._np not in _RANGE_TYPES:
-        raise InvalidArgumentError(None, "Range", f"Value for attr 'Tidx' of {want.name} is not in the list of "
-                                   "allowed values: bfloat16, half, float, double, int16, int32, int64, uint16, "
-                                   "uint32, uint64 [Op:Range]")
-    args = [primitives.cast(a, want) for a in args]
-    for what, a in zip(("start", "limit", "delta"), args, strict=True):
-        if a._value.ndim:
-            raise InvalidArgumentError(None, "Range", f"{what} must be a scalar, not shape "
-                                       f"{list(a._value.shape)} [Op:Range]")
-    return execute(_range, args, {})
 
 
 @tf_export("linspace")

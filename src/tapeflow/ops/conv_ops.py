@@ -26,7 +26,7 @@ from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops
 from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.ops.constructor_ops import int_entries
+from tapeflow.ops.core.arguments import int_entries
 from tapeflow.ops.core.primitives import shape_tensor as _sizes, zeros_of
 from tapeflow.ops.core import half
 from tapeflow.ops.core.half import computes_in_float32
@@ -275,7 +275,6 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # shape per example) is NotBatchable.
 
 from tapeflow.ops import math_ops  # noqa: E402
-from tapeflow.ops.core import vectorization
 
 
 def _dims(x):
@@ -302,7 +301,7 @@ def _merge(x, into):
     """Stacked `x` [B, d0, ...] as one example-shaped tensor whose axis `into` is B * d_into (batch-major)."""
     if into:
         rank = x._value.ndim
-        x = array_ops.transpose(x, tuple(range(1, into + 1)) + (0,) + tuple(range(into + 1, rank)))
+        x = primitives.transpose(x, tuple(range(1, into + 1)) + (0,) + tuple(range(into + 1, rank)))
     dims = _dims(x)
     return _reshaped(x, dims[:into] + [dims[into] * dims[into + 1]] + dims[into + 2:])
 
@@ -312,7 +311,7 @@ def _split(y, at, size, d):
     dims = _dims(y)
     y = _reshaped(y, dims[:at] + [size, d] + dims[at + 1:])
     if at:
-        y = array_ops.transpose(y, (at,) + tuple(range(at)) + tuple(range(at + 1, len(dims) + 1)))
+        y = primitives.transpose(y, (at,) + tuple(range(at)) + tuple(range(at + 1, len(dims) + 1)))
     return y
 
 
@@ -344,12 +343,12 @@ def _windows_of(conv, x, ks, attrs):
                                          for t, d, s, o in zip(tap, dilations, strides, out)) + (slice(None),)]
                 for tap in itertools.product(*map(range, ks))]
         return primitives.stack(taps, axis=n + 1)
-    per_channel = _reshaped(array_ops.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
+    per_channel = _reshaped(primitives.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
                             [dims[0] * dims[-1]] + dims[1:-1] + [1])
     taps = execute(conv, (per_channel, _one_hot_filter(ks, x._value.dtype)), attrs)      # [M*C, *out, K]
     out = _dims(taps)
     taps = _reshaped(taps, [dims[0], dims[-1]] + out[1:])
-    return array_ops.transpose(taps, (0,) + tuple(range(2, n + 3)) + (1,))
+    return primitives.transpose(taps, (0,) + tuple(range(2, n + 3)) + (1,))
 
 
 def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
@@ -396,7 +395,7 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
                                _reshaped(w, [size, _prod(wd[1:n + 2]), wd[-1]]), transpose_b=True)   # [B, N*P, K*C]
         k, c = int(np.prod(ks)), wd[-2]
         cols = _reshaped(cols, [size * dd[1]] + dd[2:n + 2] + [k, c])
-        cols = array_ops.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
+        cols = primitives.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
         cd = _dims(cols)
         per_channel = _reshaped(cols, [cd[0] * cd[1]] + cd[2:])
         bnc = reduction_ops.reduce_prod(_scaled(scatter_ops.gather(sizes, [0, n + 1]), 0, size))
@@ -406,7 +405,7 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         dx = execute(backprop_input, (col2im_sizes, _one_hot_filter(ks, w._value.dtype), per_channel), attrs)
         xd = _dims(dx)                                  # [B*N*C, *S, 1]
         dx = _reshaped(dx, [size * dd[1], c] + xd[1:n + 1])
-        dx = array_ops.transpose(dx, (0,) + tuple(range(2, n + 2)) + (1,))
+        dx = primitives.transpose(dx, (0,) + tuple(range(2, n + 2)) + (1,))
         return _reshaped(dx, [size, dd[1]] + xd[1:n + 1] + [c]), True
 
     @backprop_filter.def_batch
@@ -524,13 +523,13 @@ def _channels_first(data_format, allowed):
 def _to_channels_last(x, channels_first):
     """[N, C, *spatial] -> [N, *spatial, C] when `channels_first`."""
     rank = x._value.ndim
-    return array_ops.transpose(x, (0, *range(2, rank), 1)) if channels_first else x
+    return primitives.transpose(x, (0, *range(2, rank), 1)) if channels_first else x
 
 
 def _from_channels_last(y, channels_first):
     """[N, *spatial, C] -> [N, C, *spatial] when `channels_first`."""
     rank = y._value.ndim
-    return array_ops.transpose(y, (0, rank - 1, *range(1, rank - 1))) if channels_first else y
+    return primitives.transpose(y, (0, rank - 1, *range(1, rank - 1))) if channels_first else y
 
 
 def _same_dtype_pair(x, w, type_):
@@ -657,7 +656,7 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     if len(ws) != 3:
         raise InvalidArgumentError(None, "Conv2D", f"convolution filter must be 4-dimensional: {[1, *ws]} [Op:Conv2D]")
     if cf:
-        x = array_ops.transpose(x, (0, 2, 1))
+        x = primitives.transpose(x, (0, 2, 1))
         if not isinstance(padding, str):
             padding = [padding[0], padding[2], padding[1]]
         cf = False
@@ -666,7 +665,7 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     pad4 = padding if isinstance(padding, str) else [[0, 0], [0, 0]] + [list(p) for p in padding[1:]]
     y = conv2d(x4, w4, [1, 1, stride[0], 1], pad4, dilations=[1, 1, dilations[0], 1])
     y = _drop_height(y)
-    return array_ops.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
+    return primitives.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
 
 
 def _insert_height(t, axis=1):
@@ -927,13 +926,13 @@ def _pool1d(fn, input, ksize, strides, padding, data_format):  # noqa: A002
     if known_rank(x, "MaxPool" if fn is max_pool2d else "AvgPool") != 3:
         raise ValueError(f"input must be 3-dimensional [N, W, C], got shape {list(x._value.shape)}")
     if cf:
-        x = array_ops.transpose(x, (0, 2, 1))
+        x = primitives.transpose(x, (0, 2, 1))
     if not isinstance(padding, str):
         padding = [[0, 0], [0, 0]] + [list(p) for p in (padding[1:] if not cf else [padding[2], padding[1]])]
     k = _spatial(ksize, "ksize", 1, cf, "MaxPool")
     st = _spatial(strides, "strides", 1, cf, "MaxPool")
     y = _drop_height(fn(_insert_height(x), (1, k[0]), (1, st[0]), padding))
-    return array_ops.transpose(y, (0, 2, 1)) if cf else y
+    return primitives.transpose(y, (0, 2, 1)) if cf else y
 
 
 @tf_export("nn.max_pool1d")

@@ -15,7 +15,7 @@ import numpy as np
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops.linalg_ops import (
     LAPACK_TYPES, MATRIX_BATCH, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
     safe_reciprocal, triangular_solve,

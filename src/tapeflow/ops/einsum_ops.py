@@ -32,15 +32,13 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops.core import vectorization
 from tapeflow.ops.core.primitives import sum_like
 from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.framework.shapes.matrix_shape_rules import broadcast_dims, merge_dims, meta
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core import batching
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 
 _LETTERS = string.ascii_letters
 _FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
@@ -182,7 +180,7 @@ def _einsum_grad(op, dy):
         if k in skip:
             grads.append(None)
             continue
-        others = [math_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
+        others = [primitives.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
         other_subs = [s for j, s in enumerate(subs) if j != k]
         if "." in equation or None in x._value.shape:
             grads.append(_operand_grad_at_run_time(dy, out, others, other_subs, subs[k], x))
@@ -224,7 +222,7 @@ def _operand_grad_at_run_time(dy, out, others, other_subs, own, x):
     if "..." in own and not own.startswith("..."):      # x with its broadcast dims first
         pos, count = own.index("..."), x._value.ndim - len(labels)
         perm = tuple(range(pos, pos + count)) + tuple(range(pos)) + tuple(range(pos + count, x._value.ndim))
-        like = array_ops._transpose_op(x, perm)
+        like = primitives._transpose_op(x, perm)
     subs, operands = [out] + other_subs, [dy] + others
     if any(c not in "".join(subs) for c in labels):
         subs.append(target)
@@ -232,7 +230,7 @@ def _operand_grad_at_run_time(dy, out, others, other_subs, own, x):
     g = _einsum_op(",".join(subs) + "->" + target, operands)
     if broadcasts:
         g = sum_like(g, like)
-    return g if perm is None else array_ops._transpose_op(g, tuple(np.argsort(perm).tolist()))
+    return g if perm is None else primitives._transpose_op(g, tuple(np.argsort(perm).tolist()))
 
 
 def _diagonal_mask(subs, shape):

@@ -40,7 +40,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE
 from tapeflow.ops.core import primitives
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops import join_ops
 
 _TRAINABLE = dtypes.TRAINABLE_NP

@@ -18,17 +18,15 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops.core import vectorization
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.array_ops import _axis_attr, identity
 from tapeflow.ops.core.primitives import _dense
 from tapeflow.ops.core.arguments import _shape_error, _shape_str
-from tapeflow.framework.shapes.known_values import concat_value, pack_value, unpack_value
+from tapeflow.framework.shapes.known_values import concat_value
 from tapeflow.ops.core.arguments import _int_input, int_input
 from tapeflow.ops.core.primitives import shape_tensor
-from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.shape_rules import merge_shapes
-from tapeflow.ops import array_ops, math_ops, scatter_ops, slicing_ops
+from tapeflow.ops import math_ops, scatter_ops, slicing_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives

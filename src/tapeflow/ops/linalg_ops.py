@@ -21,8 +21,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core.primitives import binary_grads, zeros_of
 from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
@@ -58,7 +57,7 @@ def swap_last(x):
     if rank < 2:
         raise ValueError(f"Argument `a` should be a (batch) matrix with rank >= 2.  Received shape: {x._value.shape}")
     perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
-    return array_ops._transpose_op(x, perm)
+    return primitives._transpose_op(x, perm)
 
 
 @tf_export("linalg.adjoint")
@@ -70,7 +69,7 @@ def adjoint(matrix, name=None):
     array([[1.-1.j, 3.-0.j],
            [2.-0.j, 4.-0.j]])
     """
-    return math_ops.conj(swap_last(convert_to_tensor(matrix)))
+    return primitives.conj(swap_last(convert_to_tensor(matrix)))
 
 
 @tf_export("linalg.matrix_transpose")
@@ -81,12 +80,12 @@ def matrix_transpose(a, name="matrix_transpose", conjugate=False):
       ValueError: `a` has rank below 2.
     """
     out = swap_last(convert_to_tensor(a))
-    return math_ops.conj(out) if conjugate else out
+    return primitives.conj(out) if conjugate else out
 
 
 def safe_reciprocal(x, epsilon=1e-20):
     """x / (x^2 + epsilon): 1/x away from zero, 0 at zero (for eigenvalue gaps)."""
-    return x * unary_ops.reciprocal(x * x + epsilon)
+    return x * math_ops.reciprocal(x * x + epsilon)
 
 
 def _mm(a, b, adjoint_a=False, adjoint_b=False):
@@ -394,7 +393,7 @@ def _matrix_determinant(a):
 @_matrix_determinant.def_grad(reads_inputs=True, reads_outputs=True)
 def _matrix_determinant_grad(op, dy):
     c = op.outputs[0]                                       # d det A = det A tr(A^-1 dA)
-    return _expand2(dy * math_ops.conj(c)) * inv(op.inputs[0], adjoint=True)
+    return _expand2(dy * primitives.conj(c)) * inv(op.inputs[0], adjoint=True)
 
 
 @tf_export("linalg.det")
@@ -444,7 +443,7 @@ def logdet(matrix, name=None):
     1.09861
     """
     chol = cholesky(matrix)
-    return 2.0 * primitives.reduce_sum(unary_ops.log(math_ops.real(diag_part(chol))), axis=-1)
+    return 2.0 * primitives.reduce_sum(math_ops.log(math_ops.real(diag_part(chol))), axis=-1)
 
 
 # -- Cholesky and solves -----------------------------------------------------
@@ -538,10 +537,10 @@ def _solve_columns(a, b, adjoint):
     columns side by side, [..., M, B * K] (one factorization)."""
     n = b._value.ndim - 1                               # the example rank
     dims = tuple(primitives.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
-    cols = array_ops._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
+    cols = primitives._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
     out = execute(_matrix_solve, (a, primitives.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
     out = primitives.reshape(out, dims[1:n] + (dims[0], dims[n]))
-    return array_ops._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
+    return primitives._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
 
 
 @_matrix_solve.def_grad(reads_inputs=(0,), reads_outputs=True)
@@ -744,4 +743,4 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
 
 def _inverse_norm(square_sum, epsilon):
     floor = Tensor(np.asarray(epsilon, square_sum._value.dtype))
-    return unary_ops.reciprocal(unary_ops.sqrt(math_ops.maximum(square_sum, floor)))
+    return math_ops.reciprocal(unary_ops.sqrt(math_ops.maximum(square_sum, floor)))

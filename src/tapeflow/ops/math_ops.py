@@ -24,40 +24,32 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
-from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
+from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute, op, raise_type_mismatch
-from tapeflow.framework.shapes.known_values import cast_value
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.symbolic_tensors import is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.core.primitives import binary_grads, unbroadcast
 from tapeflow.ops.core import half
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.framework.shapes.symbolic_tensors import Meta
+from tapeflow.ops.core.batching import _sized_by_values
+from tapeflow.ops.core.primitives import _COMPLEX_NP
+from tapeflow.ops.core.primitives import _conj_if_complex, conj
 from tapeflow.ops.core.primitives import _filled_like, cast, zeros_like
-from tapeflow.ops import scatter_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import convert_like
-from tapeflow.ops import array_ops
-from tapeflow.ops.unary_ops import log
-from tapeflow.ops.unary_ops import negative
-from tapeflow.ops.unary_ops import reciprocal
-from tapeflow.ops.unary_ops import square
 
-_COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
+_SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
 
 
 def _is_complex(t):
     return t._value.dtype in _COMPLEX_NP
-
-
-def _conj_if_complex(t):
-    return _conj(t) if t._value.dtype in _COMPLEX_NP else t
 
 
 # -- binary arithmetic -------------------------------------------------------
@@ -512,31 +504,6 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
 
 # -- complex numbers ---------------------------------------------------------
 
-@unary_op("Conj", dtypes=dtypes.COMPLEX_TYPES)
-def _conj(x):
-    return np.conj(x)
-
-
-@_conj.def_grad(reads_inputs=False)
-def _conj_grad(op, dy):
-    return conj(dy)                                   # conj is its own adjoint
-
-
-@tf_export("math.conj")
-def conj(x, name=None):
-    """Complex conjugate; real tensors are returned unchanged.
-
-    Raises:
-      TypeError: `x` is not numeric.
-    """
-    x = x if type(x) is Tensor else convert_to_tensor(x)
-    kind = x._value.dtype.kind
-    if kind == "c":
-        return _conj(x)
-    if kind == "b":
-        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}.")
-    return x
-
 
 @unary_op("Real", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _real(x):
@@ -673,7 +640,7 @@ def where(condition, x=None, y=None, name=None):
     """Elementwise choice `x if condition else y` (broadcasting); with x and y None,
     the coordinates of true elements as an int64 [n, rank] tensor."""
     if x is None and y is None:
-        return scatter_ops.where_indices(convert_to_tensor(condition))
+        return where_indices(convert_to_tensor(condition))
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     given = condition
@@ -755,7 +722,7 @@ def _matmul_batch(xs, batched, transpose_a, transpose_b):
 def _batched_left(a, b, ta, tb):
     """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
     if ta:
-        a = array_ops.transpose(a, (0, 2, 1))
+        a = primitives.transpose(a, (0, 2, 1))
     size, (m, k) = primitives.batch_size_of(a), a._value.shape[1:]
     rows = size * m if isinstance(size, int) and m is not None else -1     # -1 cannot be inferred when empty
     out = _matmul_op(primitives.reshape(a, (rows, k)), b, False, tb)
@@ -765,12 +732,12 @@ def _batched_left(a, b, ta, tb):
 def _batched_right(a, b, ta, tb):
     """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
     out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
-    bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
+    bt = b if tb else primitives.transpose(b, (0, 2, 1))          # [B, n, k]
     size, (n, k) = primitives.batch_size_of(bt), bt._value.shape[1:]
     rows = size * n if isinstance(size, int) and n is not None else -1
     out = _matmul_op(primitives.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
     out = primitives.reshape(out, primitives.prepend(size, (n if n is not None else -1, out._value.shape[1])))
-    return array_ops.transpose(out, (0, 2, 1))
+    return primitives.transpose(out, (0, 2, 1))
 
 
 @_matmul.def_grad(reads_inputs=ALL)
@@ -856,3 +823,67 @@ logical_not = tf_export("math.logical_not", "logical_not")(_logical("LogicalNot"
 def logical_xor(x, y, name="LogicalXor"):
     """Elementwise exclusive or of bool tensors."""
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
+
+
+@tf_export("math.negative", "negative")
+@unary_op("Neg", dtypes=_SIGNED, into=np.negative)
+def negative(x):
+    return np.negative(x)
+
+
+@negative.def_grad(reads_inputs=False)
+def _neg_grad(op, dy):
+    return -dy                                          # d(-x) = -dx
+
+
+@tf_export("math.square", "square")
+@unary_op("Square", dtypes=NUMERIC_TYPES, into=np.square)
+def square(x):
+    return np.square(x)
+
+
+@square.def_grad(reads_inputs=(0,))
+def _square_grad(op, dy):
+    return dy * (2 * _conj_if_complex(op.inputs[0]))                  # d x^2 = 2x dx
+
+
+@tf_export("math.reciprocal")
+@unary_op("Reciprocal", dtypes=INEXACT_TYPES, into=np.reciprocal)
+def reciprocal(x):
+    return np.reciprocal(x)
+
+
+@reciprocal.def_grad(reads_inputs=False, reads_outputs=True)
+def _reciprocal_grad(op, dy):
+    y = _conj_if_complex(op.outputs[0])
+    return _mul_no_nan(-y * y, dy)                      # d (1/x) = -dx / x^2; Note [zero upstream gradient]
+
+
+@tf_export("math.log")
+@unary_op("Log", dtypes=INEXACT_TYPES, into=np.log)
+def log(x):
+    return np.log(x)
+
+
+@log.def_grad(reads_inputs=(0,))
+def _log_grad(op, dy):
+    return dy * reciprocal(_conj_if_complex(op.inputs[0]))            # d log x = dx / x
+
+
+def _where_shape(condition):
+    """[count, rank] int64 coordinates; the count is known only when the graph runs."""
+    return [Meta((None, len(condition.shape)), np.dtype(np.int64))]
+
+
+@op("Where", same_dtype=False, shape=_where_shape, differentiable=False)   # integer coordinates
+def _where(condition):
+    return np.argwhere(condition).astype(np.int64)
+
+
+_where.def_batch(_sized_by_values)
+
+
+def where_indices(condition):
+    """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
+    (`tf.where` with one argument)."""
+    return execute(_where, (convert_to_tensor(condition),), {})

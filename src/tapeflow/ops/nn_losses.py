@@ -14,8 +14,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import math_ops
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.primitives import unbroadcast
 from tapeflow.ops.nn_ops import (
@@ -202,7 +201,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
         for _ in range(rank - lab_rank):
             labels = primitives.expand_dims(labels, 0)
         perm = [i for i in range(rank) if i != axis] + [axis]
-        logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
+        logits, labels = primitives.transpose(logits, perm), primitives.transpose(labels, perm)
     try:
         full = _broadcast_dims(logits._value.shape, labels._value.shape)
     except ValueError:
@@ -399,6 +398,6 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     # z log z - z + 0.5 log(2 pi z), only where z > 1
     safe = math_ops.where(math_ops.greater(targets, _scalar_like(1, targets)), targets, math_ops.ones_like(targets))
     two_pi_z = _scalar_like(2 * np.pi, safe) * safe
-    stirling = safe * unary_ops.log(safe) - safe + _scalar_like(0.5, safe) * unary_ops.log(two_pi_z)
+    stirling = safe * math_ops.log(safe) - safe + _scalar_like(0.5, safe) * math_ops.log(two_pi_z)
     keep = math_ops.greater(targets, _scalar_like(1, targets))
     return loss + math_ops.where(keep, stirling, _zeros_like(stirling))

@@ -23,7 +23,6 @@ from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
 from tapeflow.ops import array_ops, math_ops, random_ops
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.core import vectorization
 from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
 from tapeflow.ops.core import half
@@ -288,8 +287,8 @@ def _along_axis(kernel, logits, axis):
             f"Received: dim={axis}")
     perm = list(range(rank))
     perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
-    swapped = array_ops.transpose(x, perm)
-    return array_ops.transpose(execute(kernel, (swapped,), {}), perm)
+    swapped = primitives.transpose(x, perm)
+    return primitives.transpose(execute(kernel, (swapped,), {}), perm)
 
 
 @tf_export("nn.softmax", "math.softmax")
@@ -493,7 +492,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
                          f"Received: x_dtype={x.dtype!r}")
     if isinstance(rate, SymbolicTensor) and rate._value.ndim == 0 and constant_value(rate) is None:
         rate_t = primitives.cast(rate, x.dtype)           # a rate known only when the graph runs
-        scale, threshold = unary_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
+        scale, threshold = math_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
     else:
         rate_value = constant_value(rate) if isinstance(rate, Tensor) else rate    # None: a non-scalar tensor
         if rate_value is None or np.ndim(rate_value):

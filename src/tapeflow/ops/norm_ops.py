@@ -63,7 +63,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
     if is_matrix and ord == 2:
         result = _spectral_norm(x, axes)
     elif ord in ("fro", "euclidean", 2):
-        result = unary_ops.sqrt(primitives.reduce_sum(x * math_ops.conj(x), axes, keepdims=True))
+        result = unary_ops.sqrt(primitives.reduce_sum(x * primitives.conj(x), axes, keepdims=True))
     else:
         result = unary_ops.abs(x)
         if ord == 1:          # vectors: sum |x|; matrices: largest column sum
@@ -83,11 +83,11 @@ def _spectral_norm(x, axes):
     """The largest singular value over the matrix axes `axes`, kept with size 1."""
     rank = x._value.ndim
     rest = tuple(i for i in range(rank) if i not in axes)
-    moved = array_ops._transpose_op(x, rest + axes)
+    moved = primitives._transpose_op(x, rest + axes)
     s = svd(moved, compute_uv=False)
     k = s._value.shape[-1]
     if not k:                  # unknown until run time, or no singular values: max (-inf when empty)
         top = reduction_ops.reduce_max(s, -1, keepdims=True)
     else:
         top = join_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
-    return array_ops._transpose_op(primitives.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))
+    return primitives._transpose_op(primitives.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))

@@ -20,7 +20,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
 from tapeflow.ops.variables import Variable
-from tapeflow.ops import array_ops, bitwise_ops, math_ops
+from tapeflow.ops import bitwise_ops, math_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
 from tapeflow.ops import slicing_ops
@@ -138,7 +138,7 @@ _BINARY = {
     "xor": _logical_or_bitwise(math_ops.logical_xor, bitwise_ops.bitwise_xor),
 }
 _COMPARE = {"lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater, "ge": math_ops.greater_equal}
-_UNARY = {"neg": unary_ops.negative, "abs": unary_ops.abs, "invert": _invert}
+_UNARY = {"neg": math_ops.negative, "abs": unary_ops.abs, "invert": _invert}
 
 
 def _install(cls, convert):
@@ -218,6 +218,6 @@ def _dense(slices, dtype=None):
 Tensor.__iter__ = _iter
 SymbolicTensor.__iter__ = _iter_symbolic
 IndexedSlices._as_tensor = _dense
-IndexedSlices.__neg__ = lambda s: IndexedSlices(unary_ops.negative(s._values), s._indices, s._dense_shape)
+IndexedSlices.__neg__ = lambda s: IndexedSlices(math_ops.negative(s._values), s._indices, s._dense_shape)
 tensor_module._pack = primitives.stack
 tensor_module._cast = primitives.cast

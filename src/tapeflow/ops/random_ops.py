@@ -21,8 +21,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import math_ops
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.ops.core import batching

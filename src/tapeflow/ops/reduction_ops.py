@@ -15,23 +15,22 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
-from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, slicing_ops
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.ops.core.batching import REDUCTION
 from tapeflow.ops.core.presets import reduction_op
-from tapeflow.ops.core.primitives import keep_reduced_dims, reduction_grad
+from tapeflow.ops.core.primitives import keep_reduced_dims
 from tapeflow.ops.core import half
-from tapeflow.ops.math_ops import _conj_if_complex, _is_complex, conj, equal, greater, less, logical_and, not_equal, ones_like, real, where
+from tapeflow.ops.math_ops import _is_complex, equal, greater, less, logical_and, not_equal, ones_like, real, where
+from tapeflow.ops.core.primitives import _conj_if_complex, conj
 from tapeflow.ops.core.primitives import cast, zeros_like
-from tapeflow.ops.unary_ops import exp, log, sqrt, square
+from tapeflow.ops.unary_ops import exp, sqrt
+from tapeflow.ops.math_ops import log, square
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import arguments
 from tapeflow.ops.core import primitives
@@ -138,7 +137,7 @@ def _prod_grad(op, dy):
         return _prod_all_grad(op, dy)
     others = tuple(i for i in range(len(shape)) if i not in axes)
     perm = axes + others
-    moved = array_ops.transpose(x, perm)
+    moved = primitives.transpose(x, perm)
     if None in shape:                                   # graphs: sizes of unknown groups read at run time
         dims = primitives.dims_of(x)
         sizes = [_product([dims[i] for i in group]) for group in (axes, others)]
@@ -153,7 +152,7 @@ def _prod_grad(op, dy):
         partial = reshape_like(conj(left) * conj(right), moved)
     else:
         partial = primitives.reshape(conj(left) * conj(right), moved._value.shape)
-    partial = array_ops.transpose(partial, tuple(np.argsort(perm).tolist()))
+    partial = primitives.transpose(partial, tuple(np.argsort(perm).tolist()))
     return _expand_to_input(op, dy) * partial
 
 
@@ -643,7 +642,7 @@ def _top_k_grad(op, dvalues, dindices):
 def _top_k_grad_dynamic(x, indices, dvalues):
     """`_top_k_grad` for inputs of partly unknown shape: the same scatter, sized by run-time shapes."""
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.constructor_ops import range as range_
+    from tapeflow.ops.core.primitives import range as range_
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
     from tapeflow.ops.core.primitives import reshape_like
     # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)

@@ -21,23 +21,21 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op, raise_type_mismatch
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable, found_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import constructor_ops, slicing_ops
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.array_ops import _transpose_op
+from tapeflow.ops.core.primitives import _transpose_op
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
 from tapeflow.ops.core.arguments import _shape_str
 from tapeflow.ops.core.primitives import shape_tensor, zeros_of
-from tapeflow.ops.variables import _read_variable_shape
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import arguments
 from tapeflow.ops.core import primitives
 from tapeflow.framework.dtypes import NUMERIC_TYPES
 from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.ops.core.batching import _sized_by_values
+from tapeflow.ops.math_ops import where_indices
 from tapeflow.ops.core.primitives import cast
 from tapeflow.ops.core.primitives import zeros_like
 from tapeflow.ops.math_ops import greater_equal
@@ -45,7 +43,6 @@ from tapeflow.ops.math_ops import maximum
 from tapeflow.ops.math_ops import where
 import functools
 from tapeflow.ops import scatter_ops
-from tapeflow.ops import unary_ops
 
 
 # -- gathers ------------------------------------------------------------------
@@ -150,7 +147,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
                       + tuple(range(g._value.ndim - nr, g._value.ndim)))
     g = reshape(g, (nb * ni,) + a_dims + r_dims)
     if isinstance(nb, Tensor) or isinstance(n, Tensor):
-        offsets = reshape(primitives.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
+        offsets = reshape(primitives.cast(primitives.range(nb) * n, dtypes.int64), (-1, 1))
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
     ids = reshape(math_ops.add_v2(reshape(primitives.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
@@ -165,28 +162,6 @@ def _indexed_slices_grad(dy, indices, pshape, params=None):
     if None in tuple(pshape):        # rows unknown while building a graph: the dense sum, sized at run time
         return tensor_scatter_nd_add(zeros_of(params), reshape(flat_indices, (-1, 1)), values)
     return IndexedSlices(values, flat_indices, Tensor(np.asarray(pshape, np.int32)))
-
-
-def _resource_gather_shape(var, indices):
-    """indices.shape + the variable's declared shape past its first dim."""
-    read = _read_variable_shape(var)[0]
-    return [Meta(tuple(indices._value.shape) + read.shape[1:], read.dtype)]
-
-
-@op("ResourceGather", same_dtype=False, shape=_resource_gather_shape, shape_reads_inputs=True)
-def _resource_gather(params, indices):
-    return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
-
-
-@_resource_gather.def_batch
-def _resource_gather_batch(xs, batched):
-    return execute(_resource_gather, xs, {}), True     # batched indices (a variable is shared): [B, I..., R...]
-
-
-@_resource_gather.def_grad(reads_inputs=(1,))
-def _resource_gather_grad(op, dy):
-    var, indices = op.inputs                           # a sparse update of the variable's rows
-    return _indexed_slices_grad(dy, indices, var._value.shape), None
 
 
 @tf_export("gather")
@@ -221,8 +196,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     if axis == 0:
         batch_dims = 0                                 # like TensorFlow: axis 0 ignores batch_dims
         if getattr(params, "_is_variable", False):
-            params._note_access()
-            return execute(_resource_gather, (params, indices), {})
+            return params._gather_rows(indices)        # a ResourceGather (ops/variables.py)
     params = convert_to_tensor(params)
     rank_ = known_rank(params, "GatherV2")
     if axis >= rank_ or axis < -rank_:
@@ -427,7 +401,7 @@ def _batch_gather_nd(params, indices, batch_dims):
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
         m = primitives.dims_of(flat_idx)[1]
-        batch = reshape(primitives.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1))
+        batch = reshape(primitives.cast(primitives.range(nb), dtypes.int64), (-1, 1))
         batch = primitives.broadcast_to(batch, (nb, m))
     else:
         batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1), (nb, m)).copy())
@@ -535,7 +509,7 @@ def _with_example_index(indices):
         lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1])))
     else:                                               # graphs: sizes known when the graph runs
         dims = _dims(indices)
-        lead = reshape(primitives.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
+        lead = reshape(primitives.cast(primitives.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
         lead = primitives.broadcast_to(lead, dims[:-1])
     return _led_by(lead, indices, shape[-1])
 
@@ -656,7 +630,7 @@ def _tensor_scatter_add_grad(op, dy):
 @_tensor_scatter_sub.def_grad(reads_inputs=(1,))
 def _tensor_scatter_sub_grad(op, dy):
     dy = _dense(dy)                                    # d(t - scatter(u)) = dt - gather(du)
-    return dy, None, unary_ops.negative(_gather_updates(dy, op.inputs[1], op.inputs[2]))
+    return dy, None, math_ops.negative(_gather_updates(dy, op.inputs[1], op.inputs[2]))
 
 
 @_tensor_scatter_min.def_grad(reads_inputs=True, reads_outputs=True)
@@ -740,29 +714,6 @@ def tensor_scatter_nd_max(tensor, indices, updates, name=None):
 
 
 # -- finding indices: where (coordinates), unique -------------------------------------------------
-
-def _where_shape(condition):
-    """[count, rank] int64 coordinates; the count is known only when the graph runs."""
-    return [Meta((None, len(condition.shape)), np.dtype(np.int64))]
-
-
-@op("Where", same_dtype=False, shape=_where_shape, differentiable=False)   # integer coordinates
-def _where(condition):
-    return np.argwhere(condition).astype(np.int64)
-
-
-def _sized_by_values(xs, batched, **attrs):
-    """Where and Unique: each example's output has its own length, read from its values."""
-    raise batching.NotBatchable
-
-
-_where.def_batch(_sized_by_values)
-
-
-def where_indices(condition):
-    """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
-    (`tf.where` with one argument)."""
-    return execute(_where, (convert_to_tensor(condition),), {})
 
 
 def _unique_kernel(x, out_idx, counts):
@@ -943,7 +894,7 @@ def _unsorted_batch(op_, xs, batched, attrs):
     dtype = ids._value.dtype
     if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
         total = cast(size, dtype) * cast(n, dtype)
-        offsets = primitives.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+        offsets = primitives.reshape(cast(primitives.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
     else:
         total = size * n
         offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))

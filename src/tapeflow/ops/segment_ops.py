@@ -18,10 +18,7 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
-from tapeflow.ops import array_ops, constructor_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.ops.math_ops import equal, greater, greater_equal, logical_and, maximum, ones_like, where
 from tapeflow.ops.core.primitives import cast, zeros_like
 from tapeflow.ops.unary_ops import sqrt
@@ -108,8 +105,8 @@ def _sorted_batch(op_, xs, batched, attrs):
     if batched[1]:
         raise batching.NotBatchable                     # ids per example: each example its own segment count
     swap = (1, 0) + tuple(range(2, xs[0]._value.ndim))
-    out = execute(op_, (array_ops._transpose_op(xs[0], swap), xs[1]), attrs)     # [S, B, R...]
-    return array_ops._transpose_op(out, swap), True
+    out = execute(op_, (primitives._transpose_op(xs[0], swap), xs[1]), attrs)     # [S, B, R...]
+    return primitives._transpose_op(out, swap), True
 
 
 _segment_op = functools.partial(op, same_dtype=False, shape=_segment_shape, batch=batching.FamilyRule(_sorted_batch))

@@ -21,20 +21,15 @@ import functools
 
 import numpy as np
 
-from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
-from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops.core import vectorization
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
 from tapeflow.ops.core.primitives import shape_tensor
-from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops
-from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import batching
 from tapeflow.ops.core.arguments import check_list_entries, typed_index_error
 from tapeflow.ops.core import primitives

@@ -17,9 +17,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes.shape_rules import shape_error
-from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
 
@@ -60,7 +58,7 @@ def _moved(values, axis, op_name):
         return x, None
     perm = tuple(i for i in range(rank) if i != axis) + (axis,)
     back = tuple(int(i) for i in np.argsort(perm))
-    return array_ops.transpose(x, perm), back
+    return primitives.transpose(x, perm), back
 
 
 def _direction(direction):
@@ -85,7 +83,7 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     descending = _direction(direction)
     x, back = _moved(values, axis, "argsort")
     order = execute(_argsort, (x,), {"descending": descending})
-    return order if back is None else array_ops.transpose(order, back)
+    return order if back is None else primitives.transpose(order, back)
 
 
 @tf_export("sort")
@@ -109,7 +107,7 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     rows = primitives.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
     out = primitives.reshape(scatter_ops.gather(rows, order, axis=1, batch_dims=1), shape)
-    return out if back is None else array_ops.transpose(out, back)
+    return out if back is None else primitives.transpose(out, back)
 
 
 def _invert_permutation_shape(x):

@@ -20,7 +20,6 @@ from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.core import vectorization
 from tapeflow.ops.core import batching
 from tapeflow.ops import (
     array_ops, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
@@ -119,7 +118,7 @@ def _batch_rows(indices, size):
     """The indices of a batch of `size` SparseTensors sharing `indices` ([N, rank]) as one of rank + 1:
     each row prefixed by its example's number, example after example."""
     n = primitives.shape(indices, out_type=dtypes.int64)[0]
-    example = constructor_ops.range(primitives.cast(size, dtypes.int64))
+    example = primitives.range(primitives.cast(size, dtypes.int64))
     example = primitives.reshape(array_ops.tile(primitives.expand_dims(example, 1), primitives.stack([1, n])), [-1, 1])
     return join_ops.concat([example, array_ops.tile(indices, primitives.stack([size, 1]))], 1)
 
@@ -317,11 +316,11 @@ def _sparse_dense_matmul_grad(op, dy):
     if adjoint_b:
         db = linalg_ops.matrix_transpose(db, conjugate=True)
     rows, cols = indices[:, 0], indices[:, 1]
-    op_b = array_ops.transpose(b) if adjoint_b else math_ops.conj(b)
+    op_b = primitives.transpose(b) if adjoint_b else primitives.conj(b)
     dvalues = primitives.reduce_sum(scatter_ops.gather(dy, cols if adjoint_a else rows)
                                        * scatter_ops.gather(op_b, rows if adjoint_a else cols), axis=-1)
     if adjoint_a:
-        dvalues = math_ops.conj(dvalues)
+        dvalues = primitives.conj(dvalues)
     return None, dvalues, None, db
 
 
@@ -334,14 +333,14 @@ def _sparse_dense_matmul_batch(xs, batched, adjoint_a=False, adjoint_b=False):
         raise batching.NotBatchable          # the positions differ per example
     size = primitives.batch_size_of(values if batched[1] else b)
     values = values if batched[1] else primitives.broadcast_batch(values, size)
-    offsets = primitives.expand_dims(constructor_ops.range(primitives.cast(size, dtypes.int64)), 1)
+    offsets = primitives.expand_dims(primitives.range(primitives.cast(size, dtypes.int64)), 1)
     rows = primitives.reshape(offsets * shape[0] + indices[:, 0], [-1])
     cols = primitives.reshape(offsets * shape[1] + indices[:, 1], [-1])
     big_shape = primitives.stack([primitives.cast(size, dtypes.int64) * shape[0], primitives.cast(size, dtypes.int64)
                                 * shape[1]])
     b = b if batched[3] else primitives.broadcast_batch(b, size)
     if adjoint_b:       # op(B_i) = B_i^H stacked by rows: the B_i side by side
-        big_b = primitives.reshape(array_ops.transpose(b, [1, 0, 2]), primitives.stack([primitives.shape(b)[1], -1]))
+        big_b = primitives.reshape(primitives.transpose(b, [1, 0, 2]), primitives.stack([primitives.shape(b)[1], -1]))
     else:
         big_b = primitives.reshape(b, primitives.stack([-1, primitives.shape(b)[2]]))
     out = execute(_sparse_dense_matmul, [primitives.stack([rows, cols], 1), primitives.reshape(values, [-1]),
@@ -378,8 +377,8 @@ def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
     """
     if isinstance(b, SparseTensor):     # A B = (B^T A^T)^T, the adjoints folded in
         if adjoint_a != adjoint_b:
-            return array_ops.transpose(sparse_dense_matmul(b, sp_a, adjoint_a, adjoint_b))
-        return array_ops.transpose(sparse_dense_matmul(b, sp_a, adjoint_a=not adjoint_a, adjoint_b=not adjoint_b))
+            return primitives.transpose(sparse_dense_matmul(b, sp_a, adjoint_a, adjoint_b))
+        return primitives.transpose(sparse_dense_matmul(b, sp_a, adjoint_a=not adjoint_a, adjoint_b=not adjoint_b))
     sp_a = _sparse(sp_a)
     return execute(_sparse_dense_matmul, [sp_a.indices, sp_a.values, sp_a.dense_shape, convert_to_tensor(b)],
                    {"adjoint_a": adjoint_a, "adjoint_b": adjoint_b})
@@ -477,7 +476,7 @@ def _axes_of(sp, axis):
     rank = sp.shape.rank
     if rank is not None:
         return convert_to_tensor(np.arange(rank, dtype=np.int32))
-    return constructor_ops.range(0, primitives.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
+    return primitives.range(0, primitives.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
 
 
 @tf_export("sparse.reduce_sum")

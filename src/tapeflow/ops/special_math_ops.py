@@ -20,7 +20,8 @@ from tapeflow.ops.core.presets import binary_op, unary_op
 from tapeflow.ops.core.primitives import unbroadcast
 from tapeflow.ops.math_ops import _binary_inputs, equal, ones_like, where
 from tapeflow.ops.core.primitives import zeros_like
-from tapeflow.ops.unary_ops import _special, exp, reciprocal, sign, square
+from tapeflow.ops.unary_ops import _special, exp, sign
+from tapeflow.ops.math_ops import reciprocal, square
 from tapeflow.ops.core.primitives import reduce_sum
 
 

@@ -77,7 +77,7 @@ def _rules():
         _RULES.update({
             _const: lambda t, op, p: np.asarray(op.attrs["value"]),
             primitives._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
-            constructor_ops._range: _kernel, constructor_ops._fill: _fill, primitives._cast: _kernel,
+            primitives._range: _kernel, constructor_ops._fill: _fill, primitives._cast: _kernel,
             join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, primitives._pack: _pack,
             primitives._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
             array_ops._identity: _identity, array_ops._stop_gradient: _identity,

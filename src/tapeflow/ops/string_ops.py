@@ -18,8 +18,6 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
-from tapeflow.ops.core import vectorization
 from tapeflow.ops.core.batching import ELEMENTWISE
 from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
 from tapeflow.ops.core import batching

@@ -38,6 +38,8 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, known_rank
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
+from tapeflow.ops.scatter_ops import _gather
+from tapeflow.ops.scatter_ops import _indexed_slices_grad
 from tapeflow.ops.core import primitives
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
@@ -570,6 +572,11 @@ class Variable(metaclass=_VariableCreation):
     def scatter_nd_sub(self, indices, updates, name=None):
         return self._scatter_nd("scatter_nd_sub", indices, updates)
 
+    def _gather_rows(self, indices):
+        """The ResourceGather of rows `indices` (int32/int64, checked by `tf.gather`)."""
+        self._note_access()
+        return execute(_resource_gather, (self, indices), {})
+
     def sparse_read(self, indices, name=None):
         """The rows `indices` of the variable (`tf.gather`; its gradient is an IndexedSlices)."""
         # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
@@ -589,7 +596,6 @@ class Variable(metaclass=_VariableCreation):
         `scatter_nd_update` with the batch coordinates prepended to each index.
         """
         # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import array_ops
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
         indices = convert_to_tensor(sparse_delta.indices)
@@ -819,3 +825,25 @@ def _cast_ok(value, dtype):
 
 def _shape_str(shape):
     return str(TensorShape(shape))
+
+
+def _resource_gather_shape(var, indices):
+    """indices.shape + the variable's declared shape past its first dim."""
+    read = _read_variable_shape(var)[0]
+    return [Meta(tuple(indices._value.shape) + read.shape[1:], read.dtype)]
+
+
+@op("ResourceGather", same_dtype=False, shape=_resource_gather_shape, shape_reads_inputs=True)
+def _resource_gather(params, indices):
+    return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
+
+
+@_resource_gather.def_batch
+def _resource_gather_batch(xs, batched):
+    return execute(_resource_gather, xs, {}), True     # batched indices (a variable is shared): [B, I..., R...]
+
+
+@_resource_gather.def_grad(reads_inputs=(1,))
+def _resource_gather_grad(op, dy):
+    var, indices = op.inputs                           # a sparse update of the variable's rows
+    return _indexed_slices_grad(dy, indices, var._value.shape), None

@@ -73,8 +73,8 @@ class Adam(Optimizer):
         m = self._slot(self._momentums, variable)
         v = self._slot(self._velocities, variable)
         # a sparse g is densified here; its square is taken row by row first (Note [sparse updates])
-        g_squared = IndexedSlices(unary_ops.square(g.values), g.indices, g.dense_shape) if isinstance(
-            g, IndexedSlices) else unary_ops.square(g)
+        g_squared = IndexedSlices(math_ops.square(g.values), g.indices, g.dense_shape) if isinstance(
+            g, IndexedSlices) else math_ops.square(g)
         m.assign_add((dense(g, variable) - m) * (1 - self.beta_1))
         v.assign_add((dense(g_squared, variable) - v) * (1 - self.beta_2))
         if self.amsgrad:

@@ -23,6 +23,7 @@ from tapeflow.ops import array_ops, math_ops, reduction_ops, segment_ops, unary_
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
+from tapeflow.ops import clip_ops
 
 
 def checked_pairs(grads_and_vars):
@@ -59,7 +60,7 @@ def clipped(grads, clipnorm, global_clipnorm, clipvalue):
     """The gradients clipped as Keras does: each to norm `clipnorm`, all to global norm
     `global_clipnorm`, or each to [-clipvalue, clipvalue] (at most one is set)."""
     if clipnorm and clipnorm > 0:
-        return [array_ops.clip_by_norm(g, clipnorm) for g in grads]
+        return [clip_ops.clip_by_norm(g, clipnorm) for g in grads]
     if global_clipnorm and global_clipnorm > 0:
         return _clip_by_global_norm(grads, global_clipnorm)
     if clipvalue and clipvalue > 0:
@@ -69,13 +70,13 @@ def clipped(grads, clipnorm, global_clipnorm, clipvalue):
 
 def _clip_value(g, value):
     if isinstance(g, IndexedSlices):
-        return IndexedSlices(array_ops.clip_by_value(g.values, -value, value), g.indices, g.dense_shape)
-    return array_ops.clip_by_value(g, -value, value)
+        return IndexedSlices(clip_ops.clip_by_value(g.values, -value, value), g.indices, g.dense_shape)
+    return clip_ops.clip_by_value(g, -value, value)
 
 
 def _clip_by_global_norm(grads, clip_norm):
     """Keras's global-norm clipping: every gradient times clip_norm * min(1/norm, 1/clip_norm)."""
-    squares = [primitives.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
+    squares = [primitives.reduce_sum(math_ops.square(g.values if isinstance(g, IndexedSlices) else g))
                for g in grads]
     norm = unary_ops.sqrt(primitives.reduce_sum(primitives.stack(squares)))
     scale = clip_norm * math_ops.minimum(1.0 / norm, 1.0 / clip_norm)

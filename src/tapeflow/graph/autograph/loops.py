@@ -265,7 +265,7 @@ def for_stmt(iterable, extra_test, body, inputs, names, opts):
     inputs = tuple(inputs)
     if staged(iterable):
         value = iterable.value() if isinstance(iterable, Variable) else iterable
-        if isinstance(value, SymbolicTensor) and value.op.op_def is constructor_ops._range:
+        if isinstance(value, SymbolicTensor) and value.op.op_def is primitives._range:
             return _range_for(value, extra_test, body, inputs, names, opts)
         return _tensor_for(value, extra_test, body, inputs, names, opts)
     return _python_for(iterable, extra_test, body, inputs)

@@ -228,7 +228,7 @@ def runtime_assert(value, message):
 
 def _range(*args):
     if any(staged(a) for a in args):
-        return constructor_ops.range(*args)
+        return primitives.range(*args)
     return builtins.range(*args)
 
 

@@ -2,7 +2,6 @@
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import execute
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
@@ -225,3 +224,30 @@ def _known_count(dims):
         else:
             known *= d
     return known, unknown
+
+
+def int_attr_list(value, what, op_name):
+    """A list-of-ints attr (Squeeze's axis) as TensorFlow takes it: one int or a list, each entry
+    truncated by int().
+
+    Raises:
+      TypeError: a tensor (not a list), or an entry int() rejects (a string, None, NaN).
+      OverflowError: an infinite entry.
+    """
+    if (isinstance(value, Tensor) or getattr(value, "_is_variable", False)):
+        raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
+    return tuple(int_entries(value if isinstance(value, (list, tuple, np.ndarray)) else [value], what))
+
+
+def int_entries(entries, what):
+    """int() of each entry of an attr list (TensorFlow's _MakeInt): a string, None or NaN is a
+    TypeError, an infinity an OverflowError."""
+    out = []
+    for v in entries:
+        try:
+            if isinstance(v, (str, bytes)):
+                raise TypeError
+            out.append(int(v))
+        except (TypeError, ValueError):
+            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
+    return out

@@ -95,3 +95,8 @@ def shift_axes(axes, count=1):
     if isinstance(axes, int):
         return axes + count
     return tuple(a + count for a in axes)
+
+
+def _sized_by_values(xs, batched, **attrs):
+    """Where and Unique: each example's output has its own length, read from its values."""
+    raise NotBatchable

@@ -38,6 +38,9 @@ from tapeflow.ops.core import arguments
 from tapeflow.ops.core.presets import reduction_op
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import _tf_name
+from tapeflow.framework.tensor import _convert_python
+import builtins
+from tapeflow.ops.core.arguments import _int_list
 from tapeflow.framework.shapes.known_values import cast_value
 from tapeflow.ops.core import half
 from tapeflow.ops.core.presets import unary_op
@@ -963,3 +966,160 @@ def _query(query, x, out_type):
     if dims is not None and None not in dims:
         return Tensor(np.asarray(dims if query is _shape else int(np.prod(dims, dtype=np.int64)), out_type))
     return execute(query, (x,), {"out_type": out_type})
+
+
+def _conj_if_complex(t):
+    return _conj(t) if t._value.dtype in _COMPLEX_NP else t
+
+
+@unary_op("Conj", dtypes=dtypes.COMPLEX_TYPES)
+def _conj(x):
+    return np.conj(x)
+
+
+@_conj.def_grad(reads_inputs=False)
+def _conj_grad(op, dy):
+    return conj(dy)                                   # conj is its own adjoint
+
+
+@tf_export("math.conj")
+def conj(x, name=None):
+    """Complex conjugate; real tensors are returned unchanged.
+
+    Raises:
+      TypeError: `x` is not numeric.
+    """
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    kind = x._value.dtype.kind
+    if kind == "c":
+        return _conj(x)
+    if kind == "b":
+        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}.")
+    return x
+
+
+_COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
+
+
+def _transpose_shape(x, perm):
+    """Input dim perm[i] is output dim i."""
+    return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
+
+
+@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
+def _transpose(x, perm):
+    return np.transpose(x, perm)
+
+
+@_transpose.def_batch
+def _transpose_batch(xs, batched, perm):
+    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
+
+
+@_transpose.def_grad(reads_inputs=False)
+def _transpose_grad(op, dy):
+    return _transpose_op(_dense(dy), tuple(np.argsort(op.get_attr("perm")).tolist()))   # inverse permutation
+
+
+def _transpose_op(x, perm):
+    return execute(_transpose, (x,), {"perm": perm})
+
+
+@tf_export("transpose")
+def transpose(a, perm=None, conjugate=False, name="transpose"):
+    """Permutes the axes (reverses them when `perm` is None); conjugates if asked.
+
+    Raises:
+      InvalidArgumentError: `perm` is not a permutation of the axes.
+    """
+    x = convert_to_tensor(a)
+    rank_ = known_rank(x, "Transpose")
+    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
+    if len(perm) != rank_:
+        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
+                                        f"size {len(perm)}")
+    for p in perm:
+        if not -rank_ <= p < rank_:
+            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
+    perm = tuple(p % rank_ for p in perm)
+    missing = sorted(set(range(rank_)) - set(perm))
+    if missing:
+        raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
+                                   f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
+    out = _transpose_op(x, perm)
+    return conj(out) if conjugate else out
+
+
+_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
+
+
+_RANGE_TYPES = frozenset(np.dtype(d._np) for d in (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
+                                                   dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint16,
+                                                   dtypes.uint32, dtypes.uint64))
+
+
+def _range_size(start, limit, delta):
+    """The length of a range; ValueError for a delta of 0 or pointing away from limit."""
+    if delta == 0:
+        raise ValueError(f"Requires delta != 0: {delta}")
+    if delta > 0 and start > limit:
+        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if start.dtype.kind in "iu":
+        span, step = abs(int(limit) - int(start)), abs(int(delta))
+        return (span + step - 1) // step
+    with np.errstate(all="ignore"):                   # in the range's own precision, as TensorFlow
+        return int(np.ceil(np.abs((limit - start) / delta)))
+
+
+def _range_shape(start, limit, delta):
+    """In graphs: the length is known when start, limit and delta are known while building."""
+    values = [constant_value(t) for t in (start, limit, delta)]
+    size = None if any(v is None for v in values) else _range_size(*values)
+    return [Meta((size,), start._value.dtype)]
+
+
+@op("Range", shape=_range_shape, shape_reads_inputs=True, differentiable=False)
+def _range(start, limit, delta):
+    n = _range_size(start, limit, delta)
+    if start.dtype.kind in "iu":
+        return (int(start) + np.arange(n, dtype=np.int64) * int(delta)).astype(start.dtype)
+    return start + np.arange(n).astype(start.dtype) * delta
+
+
+@tf_export("range")
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
+    """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
+
+    Without `dtype`, Python ints give int32 and floats float32; tensors and
+    NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
+    float64 among the arguments wins.
+
+    Raises:
+      InvalidArgumentError: delta is 0, or points away from limit.
+
+    >>> import tapeflow as tf
+    >>> tf.range(1, 10, 3).numpy()
+    array([1, 4, 7], dtype=int32)
+    """
+    if limit is None:
+        start, limit = 0, start
+    want = None if dtype is None else dtypes.as_dtype(dtype)
+    # Python values become eager constants, so a range of them is a constant inside graphs too.
+    args = [a if isinstance(a, Tensor) or hasattr(a, "_as_tensor") else Tensor(_convert_python(a, want))
+            for a in (start, limit, delta)]
+    args = [convert_to_tensor(a) for a in args]
+    if want is None:
+        want = builtins.max((a.dtype for a in args),
+                            key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
+    if want._np not in _RANGE_TYPES:
+        raise InvalidArgumentError(None, "Range", f"Value for attr 'Tidx' of {want.name} is not in the list of "
+                                   "allowed values: bfloat16, half, float, double, int16, int32, int64, uint16, "
+                                   "uint32, uint64 [Op:Range]")
+    args = [cast(a, want) for a in args]
+    for what, a in zip(("start", "limit", "delta"), args, strict=True):
+        if a._value.ndim:
+            raise InvalidArgumentError(None, "Range", f"{what} must be a scalar, not shape "
+                                       f"{list(a._value.shape)} [Op:Range]")
+    return execute(_range, args, {})
