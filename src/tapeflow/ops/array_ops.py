@@ -31,6 +31,7 @@ from tapeflow.ops.core import batching
 from tapeflow.ops.core.arguments import _shape_error
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
+from tapeflow.ops.core.arguments import typed_index
 
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
@@ -322,8 +323,6 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
             check_list_entries(indices)
         raise
     if indices._value.dtype not in _ONE_HOT_INDICES:     # TI defaults to int64: True, [] convert to it
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.core.arguments import typed_index
         indices = typed_index(given, "indices", "OneHot", "TI", _ONE_HOT_INDICES, dtypes.int64)
     dtype, on, off = _one_hot_values(on_value, off_value, dtype)
     depth = int(depth._value if isinstance(depth, Tensor) else depth)

@@ -43,6 +43,7 @@ from tapeflow.ops.core.primitives import _conj_if_complex, conj
 from tapeflow.ops.core.primitives import _filled_like, cast, zeros_like
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import convert_like
+from tapeflow.ops.core.arguments import check_list_entries
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
@@ -665,8 +666,6 @@ def _bool_condition(value):
     if isinstance(value, (list, tuple)):
         if not value:
             return convert_to_tensor(np.zeros((0,), np.bool_))
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.core.arguments import check_list_entries
         check_list_entries(value)
     if not state.graphs or value is None:
         return convert_to_tensor(value, dtype=dtypes.bool)

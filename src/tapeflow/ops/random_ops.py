@@ -26,6 +26,8 @@ from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core.arguments import typed_index_error
+from tapeflow.ops import scatter_ops, sort_ops
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -90,8 +92,6 @@ def _shape(shape, type_):
     value = shape._value if isinstance(shape, Tensor) else shape
     dims = np.asarray(value)
     if dims.dtype.kind not in "iu" and dims.size:        # Note [typed index inputs] in slicing_ops
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.core.arguments import typed_index_error
         name = "string" if dims.dtype.kind in "OSU" else dtypes.as_dtype(dims.dtype).name
         raise typed_index_error("float32" if name == "float64" and not isinstance(value, np.ndarray) else name,
                                 "shape", type_, "T", _INT_SHAPES)
@@ -270,8 +270,6 @@ def _random_shuffle_batch(xs, batched, seed):
     x = xs[0]                                           # an independent permutation of each example's rows
     if x._value.ndim == 1:
         return x, True
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import scatter_ops, sort_ops
     keys = execute(_random_uniform, (_as_shape(primitives.dims_of(x)[:2]),),
                    {"dtype": np.dtype(np.float64), "seed": seed})
     return scatter_ops.gather(x, sort_ops.argsort(keys, axis=1), batch_dims=1), True

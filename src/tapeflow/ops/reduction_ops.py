@@ -35,6 +35,10 @@ from tapeflow.ops.core import batching
 from tapeflow.ops.core import arguments
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core.primitives import _INT32_64, _axes, _expand_to_input, _sum, reduce_sum
+from tapeflow.ops.core.primitives import reshape_like
+from tapeflow.ops.math_ops import greater_equal
+from tapeflow.ops.scatter_ops import unsorted_segment_sum
+from tapeflow.ops.core.primitives import range as range_
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
@@ -147,8 +151,6 @@ def _prod_grad(op, dy):
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
     if None in moved._value.shape:
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.core.primitives import reshape_like
         partial = reshape_like(conj(left) * conj(right), moved)
     else:
         partial = primitives.reshape(conj(left) * conj(right), moved._value.shape)
@@ -160,8 +162,6 @@ def _prod_all_grad(op, dy):
     """`_prod_grad` for an input of unknown rank, reduced over all its axes: the same cumprods over
     the flattened input.  (Given axes would need a transpose by a permutation known only when the
     graph runs.)"""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.core.primitives import reshape_like
     x = op.inputs[0]
     if op.get_attr("axis") is not None:
         raise ValueError(f"The gradient of reduce_prod over given axes needs an input of known rank; "
@@ -362,8 +362,6 @@ def _is_monotonic(x, compare, what):
 @tf_export("math.is_non_decreasing")
 def is_non_decreasing(x, name=None):
     """Whether the elements of `x`, in row-major order, never decrease (True for fewer than 2)."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.math_ops import greater_equal
     return _is_monotonic(x, greater_equal, "is_non_decreasing")
 
 
@@ -625,7 +623,6 @@ def _top_k_batch(xs, batched, sorted, index_type, k=None):  # noqa: A002
 @_top_k.def_grad(reads_inputs=False, reads_outputs=True)
 def _top_k_grad(op, dvalues, dindices):
     # The values' gradients land at their indices in each row (a scatter into zeros).
-    from tapeflow.ops.scatter_ops import unsorted_segment_sum
     x, indices = op.inputs[0], op.outputs[1]
     shape = x._value.shape
     if None in shape or None in indices._value.shape:   # graphs: the sizes are read at run time
@@ -641,12 +638,6 @@ def _top_k_grad(op, dvalues, dindices):
 
 def _top_k_grad_dynamic(x, indices, dvalues):
     """`_top_k_grad` for inputs of partly unknown shape: the same scatter, sized by run-time shapes."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.core.primitives import range as range_
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.core.primitives import reshape_like
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.scatter_ops import unsorted_segment_sum
     dims = primitives.dims_of(x, np.int64)
     n, k = dims[-1], primitives.dims_of(indices, np.int64)[-1]
     rows = _product(dims[:-1])

@@ -46,6 +46,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.ops.core import half
 from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
 from tapeflow.ops import join_ops
+from tapeflow.ops import scatter_ops
 
 
 class _Uninitialized(np.ndarray):
@@ -579,14 +580,10 @@ class Variable(metaclass=_VariableCreation):
 
     def sparse_read(self, indices, name=None):
         """The rows `indices` of the variable (`tf.gather`; its gradient is an IndexedSlices)."""
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import scatter_ops
         return scatter_ops.gather(self, indices)
 
     def gather_nd(self, indices, name=None):
         """The slices at the index rows `indices` (`tf.gather_nd`)."""
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import scatter_ops
         return scatter_ops.gather_nd(self, indices)
 
     def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
@@ -595,7 +592,6 @@ class Variable(metaclass=_VariableCreation):
         The leading axes of the indices are batch axes of the variable; this is
         `scatter_nd_update` with the batch coordinates prepended to each index.
         """
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
         indices = convert_to_tensor(sparse_delta.indices)

@@ -66,7 +66,7 @@ def insert_axes(x, at, count):
     shape = x._value.shape
     if shape is not None and None not in shape:
         return reshape(x, tuple(shape[:at]) + (1,) * count + tuple(shape[at:]))
-    for _ in range(count):
+    for _ in builtins.range(count):
         x = expand_dims(x, at)
     return x
 
@@ -434,7 +434,7 @@ def _broadcast_to_shape(x, shape):
     if len(in_shape) > len(out):
         raise ValueError(f"Shape must be at most rank {len(out)} but is rank {len(in_shape)}: cannot broadcast "
                          f"{list(in_shape)} to {out} [Op:BroadcastTo]")
-    for i in range(1, len(in_shape) + 1):
+    for i in builtins.range(1, len(in_shape) + 1):
         d = in_shape[-i]
         if d is not None and d > 1:
             if out[-i] not in (None, d):
@@ -513,7 +513,7 @@ def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
 def _sum_to(g, shape):
     """NumPy: sums array g down to `shape` (the inverse of broadcasting)."""
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
+    axes = tuple(builtins.range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and g.shape[lead + i] != 1)
     return np.sum(g, axis=axes, keepdims=True, dtype=g.dtype).reshape(shape) if axes else g.reshape(shape)
 
 
@@ -527,7 +527,7 @@ def _broadcast_like_shape(g, like):
     if like.shape is None or g.shape is None:
         return _like_shape(g, like)
     dims = list(like.shape)
-    for i in range(1, min(len(dims), len(g.shape)) + 1):
+    for i in builtins.range(1, min(len(dims), len(g.shape)) + 1):
         if dims[-i] is None and g.shape[-i] is not None and g.shape[-i] > 1:
             dims[-i] = g.shape[-i]
     return [Meta(tuple(dims), g.dtype)]
@@ -639,7 +639,7 @@ def unbroadcast(grad, shape, like=None):
             raise ValueError(f"unbroadcast of a gradient of shape {gshape} to {shape} needs `like`")
         return sum_like(grad, like)
     lead = len(gshape) - len(shape)
-    axes = list(range(lead))
+    axes = list(builtins.range(lead))
     for i, d in enumerate(shape):
         if d == 1 and gshape[lead + i] != 1:
             axes.append(lead + i)
@@ -766,7 +766,7 @@ def _unpack_shape(x, num, axis):
 @op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value, jvp=LINEAR)
 def _unpack(x, num, axis):
     moved = np.moveaxis(x, axis, 0) if axis else x
-    return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
+    return tuple(moved[i, ...] for i in builtins.range(num))     # `...` keeps 0-d pieces arrays
 
 
 @_unpack.def_batch
@@ -875,7 +875,7 @@ def _axes(axis, rank, op_type="Sum"):
     """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow
     (for an unknown `rank`: None for all axes, else the ints as given)."""
     if axis is None:
-        return None if rank is None else tuple(range(rank))
+        return None if rank is None else tuple(builtins.range(rank))
     if isinstance(axis, Tensor):
         if axis._value.dtype not in (np.int32, np.int64):
             raise arguments.int_input_error(axis.dtype.name, "axis", op_type)
@@ -955,7 +955,7 @@ def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
     """
     x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
     rank = x._value.ndim
-    axes = tuple(range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
+    axes = tuple(builtins.range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
     return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
@@ -1034,7 +1034,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
     """
     x = convert_to_tensor(a)
     rank_ = known_rank(x, "Transpose")
-    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
+    perm = tuple(builtins.range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
     if len(perm) != rank_:
         raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
                                         f"size {len(perm)}")
@@ -1042,7 +1042,7 @@ def transpose(a, perm=None, conjugate=False, name="transpose"):
         if not -rank_ <= p < rank_:
             raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
     perm = tuple(p % rank_ for p in perm)
-    missing = sorted(set(range(rank_)) - set(perm))
+    missing = sorted(set(builtins.range(rank_)) - set(perm))
     if missing:
         raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
                                    f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
@@ -1090,7 +1090,7 @@ def _range(start, limit, delta):
 
 @tf_export("range")
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
-    """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
+    """The sequence start, start + delta, ... up to but excluding `limit` (`builtins.range(n)` counts from 0).
 
     Without `dtype`, Python ints give int32 and floats float32; tensors and
     NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
