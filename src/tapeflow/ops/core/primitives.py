@@ -119,10 +119,10 @@ def broadcast_batch(x, size):
 
 
 def _with_batch(size, x):
-    shape = x._value.shape
-    if shape is not None and None not in shape and not isinstance(size, Tensor):
-        return (size,) + tuple(shape)
-    return prepend(size, shape(x) if shape is None or None in shape else shape)
+    static = x._value.shape
+    if static is not None and None not in static and not isinstance(size, Tensor):
+        return (size,) + tuple(static)
+    return prepend(size, shape(x) if static is None or None in static else static)
 
 
 def stacked_all(xs, batched, size):
@@ -212,11 +212,11 @@ def entries(t, n):
 
 def dims_of(x, out_type=np.int32):
     """x's dimensions: Python ints where static, scalar tensors read when the graph runs otherwise."""
-    shape = tuple(x._value.shape)
-    if None not in shape:
-        return list(shape)
+    static = tuple(x._value.shape)
+    if None not in static:
+        return list(static)
     dynamic = shape(x, out_type=out_type)
-    return [dynamic[i] if d is None else d for i, d in enumerate(shape)]
+    return [dynamic[i] if d is None else d for i, d in enumerate(static)]
 
 
 def meta(shape, dtype):
@@ -606,9 +606,9 @@ def _reshape_like_grad(op, dy):
 
 def shape_tensor(x, out_type=np.int32):
     """x's shape as a 1-D int tensor: a constant when static, else read when the graph runs."""
-    shape = x._value.shape
-    if is_static(shape):
-        return Tensor(np.asarray(shape, out_type))
+    static = x._value.shape
+    if is_static(static):
+        return Tensor(np.asarray(static, out_type))
     return shape(x, out_type=out_type)
 
 
