@@ -18,6 +18,7 @@ from tapeflow.ops import array_ops, math_ops, nn_losses, nn_ops, random_ops
 from tapeflow.graph import control_flow
 from tapeflow.graph.default_graph import disable_eager_execution, enable_eager_execution
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 class _Switches:
@@ -215,7 +216,7 @@ def _select_mismatch(a, b, detail):
 
 def _caster(dtype):
     def cast(x, name="ToFloat"):
-        return primitives.cast(x, dtype)
+        return basic_ops.cast(x, dtype)
     cast.__name__ = f"to_{dtype.name}"
     cast.__doc__ = (f"`tf.cast(x, tf.{dtype.name})` (TF1's `to_{dtype.name}`).\n\n    >>> import tapeflow as tf\n"
                     f"    >>> tf.compat.v1.to_{dtype.name}(tf.constant([1, 2])).dtype\n    tf.{dtype.name}\n")

@@ -33,6 +33,7 @@ from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, sl
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
 from tapeflow.ops.core import primitives
 from tapeflow.ops import join_ops
+from tapeflow.ops.core import basic_ops
 
 
 # -- thread modes (Note [thread modes]) ----------------------------------------------------
@@ -348,7 +349,7 @@ class Strategy:
         denom = values_lib.map_local(self._extended, lambda v: _element_count(v, axis), value)
         numer = self._extended._reduce(ReduceOp.SUM, numer)
         denom = self._extended._reduce(ReduceOp.SUM, denom)
-        return math_ops.truediv(numer, primitives.cast(denom, numer.dtype))
+        return math_ops.truediv(numer, basic_ops.cast(denom, numer.dtype))
 
     def experimental_local_results(self, value):
         """The values of this worker's replicas in `value`, as a tuple (`(value,)` for a plain value)."""
@@ -391,12 +392,12 @@ def _element_count(v, axis):
     count = 1
     for a in (axis if isinstance(axis, (tuple, list)) else [axis]):
         if rank is None:
-            count = count * primitives.shape(v, out_type=dtypes.int64)[a]
+            count = count * basic_ops.shape(v, out_type=dtypes.int64)[a]
             continue
         if not -rank <= a < rank:
             raise ValueError(f"`axis` = {a!r} out of range for `value` with rank {rank}")
         dim = v.shape[a]
-        count = count * (dim if dim is not None else primitives.shape(v, out_type=dtypes.int64)[a])
+        count = count * (dim if dim is not None else basic_ops.shape(v, out_type=dtypes.int64)[a])
     return convert_to_tensor(count, dtype=dtypes.int64) if isinstance(count, int) else count
 
 
@@ -728,14 +729,14 @@ def _all_gather_with_gradient(ctx, axis, flat):
 
     def grad(*dys, variables=None):
         summed = ctx.all_reduce(ReduceOp.SUM, list(dys))
-        sizes = ctx.merge_call(gather, args=[primitives.reshape(primitives.shape(x)[axis], [1]) for x in xs],
+        sizes = ctx.merge_call(gather, args=[primitives.reshape(basic_ops.shape(x)[axis], [1]) for x in xs],
                                kwargs={"axis": 0})
         rid = ctx.replica_id_in_sync_group
         dxs = []
         for x, size, dy in zip(xs, sizes, summed):
             start = primitives.reduce_sum(size[:rid])      # the rows of the replicas before this one
             begin = array_ops.one_hot(axis % x.shape.rank, x.shape.rank, dtype=start.dtype) * start
-            dxs.append(slicing_ops.slice(dy, begin, primitives.shape(x)))
+            dxs.append(slicing_ops.slice(dy, begin, basic_ops.shape(x)))
         return dxs if variables is None else (dxs, [None] * len(variables))
 
     grad._variables_optional = True

@@ -22,6 +22,7 @@ from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import primitives
 from tapeflow.ops import join_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _rows(tape, target, sources, seeds):
@@ -108,13 +109,13 @@ def _dynamic_jacobian(tape, target, sources, unconnected):
     """The vectorized Jacobian of a graph target whose shape is known only when the graph
     runs: the identity seed and the result shapes are computed in the graph."""
     n = constructor_ops.size(target)
-    steps = primitives.range(n)
-    eye = primitives.cast(math_ops.equal(primitives.expand_dims(steps, 1), primitives.expand_dims(steps, 0)),
+    steps = basic_ops.range(n)
+    eye = basic_ops.cast(math_ops.equal(primitives.expand_dims(steps, 1), primitives.expand_dims(steps, 0)),
                         target.dtype)
-    seed = primitives.reshape(eye, join_ops.concat([primitives.reshape(n, [1]), primitives.shape(target)], 0))
+    seed = primitives.reshape(eye, join_ops.concat([primitives.reshape(n, [1]), basic_ops.shape(target)], 0))
     out = []
     for g, s in zip(_stacked_rows(tape, target, sources, seed, n), sources, strict=True):
-        shape = join_ops.concat([primitives.shape(target), primitives.shape(s)], 0)
+        shape = join_ops.concat([basic_ops.shape(target), basic_ops.shape(s)], 0)
         if g is None:
             out.append(None if unconnected is UnconnectedGradients.NONE else constructor_ops.zeros(shape, s.dtype))
         else:

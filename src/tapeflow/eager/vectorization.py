@@ -15,6 +15,7 @@ from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops
 from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("vectorized_map")
@@ -75,7 +76,7 @@ def _batch_size(flat):
         raise ValueError(f"The tensors in `elems` disagree on the batch size (first dimension): {sorted(known)}.")
     if known and None not in sizes:
         return known.pop()
-    return primitives.shape(flat[0])[0]
+    return basic_ops.shape(flat[0])[0]
 
 
 class _fallback_policy:

@@ -28,6 +28,7 @@ from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.ops.core import batching
 from tapeflow.ops.core import primitives
 from tapeflow.ops import reduction_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _trainable(t):
@@ -115,7 +116,7 @@ def _if_grad(op, *dys):
     variables = op.inputs[1 + len(captured):]
     then_f, else_f = op.get_attr("then_f"), op.get_attr("else_f")
     outputs = op.outputs
-    dys = [primitives.zeros_like(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
+    dys = [basic_ops.zeros_like(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
     branches = []
     for f, positions in ((then_f, op.get_attr("then_caps")), (else_f, op.get_attr("else_caps"))):
         branches.append(_branch_grads(f, positions, captured, variables, dys))
@@ -157,7 +158,7 @@ def _branch_grads(f, positions, captured, variables, dys):
         local = reach[i]
         target = captured[i] if i < n_caps else variables[i - n_caps]
         g = None if local is None else cache["grads"][local]
-        return primitives.zeros_like(target.value() if isinstance(target, Variable) else target) if g is None else convert_to_tensor(g)
+        return basic_ops.zeros_like(target.value() if isinstance(target, Variable) else target) if g is None else convert_to_tensor(g)
     return grad, reach
 
 
@@ -255,7 +256,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
                 caps = _own(caps)
             elif rows is not None:                      # only the examples in `rows`
                 caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
-                count = primitives.shape(rows)[0]
+                count = basic_ops.shape(rows)[0]
             outs, out_batched = vectorization.run_vectorized(lambda args: run_body(f, args), caps, used)
             return [o if b else primitives.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
         return run
@@ -273,7 +274,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     for x, y in zip(a, b):
         dims = [size] + primitives.dims_of(x)[1:]
         shape = tuple(dims) if all(isinstance(d, int) for d in dims) else primitives.stack(
-            [primitives.cast(d, dtypes.int32) for d in dims])
+            [basic_ops.cast(d, dtypes.int32) for d in dims])
         out.append(scatter_ops.tensor_scatter_nd_update(scatter_ops.scatter_nd(taken, x, shape), other, y))
     return tuple(out), True
 
@@ -555,15 +556,15 @@ class _VectorizedLoop:
                 still, *new = _all_stacked(*self.run(step, vs, every), size)
                 vs = [math_ops.where(*primitives.align_ranks([active, u, v], (True, True, True)))
                       for u, v in zip(new, vs)]
-                return vs + [math_ops.logical_and(active, still), counts + primitives.cast(active, dtypes.int32)]
+                return vs + [math_ops.logical_and(active, still), counts + basic_ops.cast(active, dtypes.int32)]
             rows = math_ops.where_indices(active)                   # [k, 1]: the examples still going
             at = primitives.reshape(rows, [-1])
             caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(self.captured), self.cap_flags)]
             outs, out_batched = self.run(step, [scatter_ops.gather(v, at) for v in vs], every, caps)
-            still, *new = _all_stacked(outs, out_batched, primitives.shape(at)[0])
+            still, *new = _all_stacked(outs, out_batched, basic_ops.shape(at)[0])
             vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
-            active = scatter_ops.tensor_scatter_nd_update(primitives.zeros_like(active), rows, still)
-            return vs + [active, counts + primitives.cast(carry[n], dtypes.int32)]
+            active = scatter_ops.tensor_scatter_nd_update(basic_ops.zeros_like(active), rows, still)
+            return vs + [active, counts + basic_ops.cast(carry[n], dtypes.int32)]
 
         stacked = primitives.stacked_all(self.loop_vars, self.entering, size)
         (active,) = _all_stacked(*self.run(self.going, stacked, every), size)
@@ -616,7 +617,7 @@ def _while_grad(op, *dys):
         new_dv = []
         for t, k in enumerate(trainable):
             g = grads[k]
-            g = primitives.zeros_like(dv[t]) if g is None else convert_to_tensor(g)
+            g = basic_ops.zeros_like(dv[t]) if g is None else convert_to_tensor(g)
             if k in d_hist:
                 g = _add(g, scatter_ops.gather(d_hist[k], i))
             new_dv.append(g)
@@ -631,9 +632,9 @@ def _while_grad(op, *dys):
                 acc_v[k] = _add(acc_v[k], convert_to_tensor(grads[n_body + local]))
         return [i - 1] + new_dv + acc_c + acc_v
 
-    dv0 = [primitives.zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]
-    acc_c0 = [primitives.zeros_like(captured[j]) for j in cap_trainable]
-    acc_v0 = [primitives.zeros_like(v.value()) for v in variables]
+    dv0 = [basic_ops.zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]
+    acc_c0 = [basic_ops.zeros_like(captured[j]) for j in cap_trainable]
+    acc_v0 = [basic_ops.zeros_like(v.value()) for v in variables]
     result = while_loop(lambda i, *_: i >= 0, step, [count - 1] + dv0 + acc_c0 + acc_v0)
     carry = result[1:]
     grads = [None] * (1 + n + n_caps + len(variables))

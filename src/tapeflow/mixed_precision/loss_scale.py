@@ -34,6 +34,7 @@ from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.mixed_precision.nonfinite import skip_log
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("mixed_precision.experimental.LossScale", "mixed_precision.LossScale")
@@ -154,7 +155,7 @@ def finite_on_every_replica(strategy, grads, check=_all_finite):
     of one replica's gradients) true on every replica of every process."""
     # distribute imports mixed_precision (loss scales under a strategy)
     from tapeflow.distribute.reduce_util import ReduceOp
-    flags = strategy.extended.call_for_each_replica(lambda g: primitives.cast(check(g), dtypes.float32), args=(grads,))
+    flags = strategy.extended.call_for_each_replica(lambda g: basic_ops.cast(check(g), dtypes.float32), args=(grads,))
     total = strategy.reduce(ReduceOp.SUM, flags, axis=None)
     return math_ops.equal(total, float(strategy.num_replicas_in_sync))
 
@@ -219,7 +220,7 @@ class DynamicLossScale(LossScale):
         lowered = math_ops.maximum(scale / self._multiplier, 1.0)
         new_scale = math_ops.where(finite, math_ops.where(grow, raised, scale), lowered)
         new_good = math_ops.where(math_ops.logical_and(finite, math_ops.logical_not(grow)),
-                                  good, primitives.cast(0, dtypes.int64))
+                                  good, basic_ops.cast(0, dtypes.int64))
         writes = [self._current_loss_scale.assign(new_scale), self._num_good_steps.assign(new_good)]
         if executing_eagerly():
             return None, finite

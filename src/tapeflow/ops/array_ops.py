@@ -18,21 +18,16 @@ from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import identity_value
-
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, primitives
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
-from tapeflow.ops.core.arguments import int_attr_list
-from tapeflow.ops.core.arguments import _int_input, int_input
-from tapeflow.ops.core import batching
-from tapeflow.ops.core.arguments import _shape_error
-from tapeflow.ops.core import primitives
+from tapeflow.ops.core.arguments import _int_input, _shape_error, int_attr_list, int_input, typed_index
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
-from tapeflow.ops.core.arguments import typed_index
-
+from tapeflow.ops.core import basic_ops
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
 
@@ -194,7 +189,7 @@ def _tile_batch(xs, batched, multiples=None):
     if len(xs) > 1:
         if batched[1]:
             raise batching.NotBatchable                 # multiples per example
-        reps = primitives.cast(xs[1], dtypes.int64)
+        reps = basic_ops.cast(xs[1], dtypes.int64)
         return tile(xs[0], primitives.prepend(1, reps)), True          # the batch axis repeated once
     return execute(_tile, xs, {"multiples": (1,) + tuple(multiples)}), True
 

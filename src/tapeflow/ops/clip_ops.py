@@ -4,10 +4,10 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import math_ops
-from tapeflow.ops import unary_ops
+from tapeflow.ops import math_ops, unary_ops
 from tapeflow.ops.array_ops import identity
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("clip_by_value")
@@ -51,7 +51,7 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
     if isinstance(t, IndexedSlices):
         return IndexedSlices(clip_by_norm(t.values, clip_norm, axes), t.indices, t.dense_shape)
     values = convert_to_tensor(t)
-    clip_norm = primitives.cast(clip_norm, values.dtype)
+    clip_norm = basic_ops.cast(clip_norm, values.dtype)
     squares = primitives.reduce_sum(values * values, axes, keepdims=True)
     nonzero = squares > 0
     safe = math_ops.where(nonzero, squares, math_ops.ones_like(squares))      # sqrt'(0) never reached

@@ -17,23 +17,16 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, size_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import math_ops
-from tapeflow.ops import math_ops
-from tapeflow.ops import slicing_ops
-from tapeflow.ops.core import batching
-from tapeflow.ops.core.primitives import _shape_batch, shape, unstack
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops import join_ops, math_ops, slicing_ops
+from tapeflow.ops.core import basic_ops, batching, primitives
 from tapeflow.ops.core.arguments import _any_tensor, _int_list, int_input
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core.primitives import _shape, _shape_type
-from tapeflow.ops.core.primitives import _query
-from tapeflow.ops import join_ops
-from tapeflow.ops.core.primitives import range
-
+from tapeflow.ops.core.basic_ops import _query, _shape, _shape_batch, _shape_type, range, shape
+from tapeflow.ops.core.primitives import unstack
 
 # Note [int inputs]: TensorFlow takes shapes, perms, multiples, paddings and axes as
 # int32/int64 tensor inputs (Reshape's shape, Transpose's perm) and converts a Python
@@ -193,10 +186,10 @@ def linspace(start, stop, num, name=None, axis=0):
     """
     start = convert_to_tensor(start)
     if not (start.dtype.is_floating or start.dtype.is_complex):
-        start = primitives.cast(start, dtypes.float64)
+        start = basic_ops.cast(start, dtypes.float64)
     stop = convert_to_tensor(stop, dtype_hint=start.dtype)
     if stop.dtype != start.dtype:
-        stop = primitives.cast(stop, start.dtype)
+        stop = basic_ops.cast(stop, start.dtype)
     if isinstance(num, Tensor):
         if not num.dtype.is_integer:
             raise TypeError(f"Argument `num` must be of type integer, got a {num.dtype.name} tensor.")
@@ -218,8 +211,8 @@ def linspace(start, stop, num, name=None, axis=0):
     first, last = primitives.expand_dims(start, axis), primitives.expand_dims(stop, axis)
     if isinstance(num, Tensor):                          # the count and the middle points read at run time
         steps = math_ops.maximum(num - 1, 1)
-        delta = (last - first) / primitives.cast(steps, start.dtype)
-        middle = primitives.cast(range(1, math_ops.where(num >= 0, steps, -1)), start.dtype)   # num < 0: an error
+        delta = (last - first) / basic_ops.cast(steps, start.dtype)
+        middle = basic_ops.cast(range(1, math_ops.where(num >= 0, steps, -1)), start.dtype)   # num < 0: an error
         middle = primitives.reshape(middle, (-1,) + (1,) * (rank_ - axis))
     else:
         steps = builtins.max(num - 1, 1)
@@ -228,7 +221,7 @@ def linspace(start, stop, num, name=None, axis=0):
     inner = first + middle * delta
     out = join_ops.concat([first, inner, last], axis)
     if isinstance(num, Tensor):                          # its block, of sizes read at run time (TF's static shape)
-        sizes = math_ops.where(Tensor(np.arange(rank_ + 1) == axis), primitives.cast(num, dtypes.int32), shape(out))
+        sizes = math_ops.where(Tensor(np.arange(rank_ + 1) == axis), basic_ops.cast(num, dtypes.int32), shape(out))
         return slicing_ops.slice(out, [0] * (rank_ + 1), sizes)
     return out[(builtins.slice(None),) * axis + (builtins.slice(0, num),)]
 
@@ -239,7 +232,7 @@ def _broadcast_pair(x, y):
     known_rank(y, "LinSpace")
     xs, ys = x._value.shape, y._value.shape
     if None in xs or None in ys:                        # an unknown size may still be 1: add zeros to broadcast
-        return x + primitives.zeros_like(y), y + primitives.zeros_like(x)
+        return x + basic_ops.zeros_like(y), y + basic_ops.zeros_like(x)
     if xs == ys:
         return x, y
     both = np.broadcast_shapes(xs, ys)

@@ -17,24 +17,20 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
+from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
-from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.ops import array_ops, join_ops, reduction_ops, scatter_ops
+from tapeflow.ops.core import batching, half, primitives
 from tapeflow.ops.core.arguments import int_entries
-from tapeflow.ops.core.primitives import shape_tensor as _sizes, zeros_of
-from tapeflow.ops.core import half
 from tapeflow.ops.core.half import computes_in_float32
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops import join_ops
-from tapeflow.ops import reduction_ops
-from tapeflow.ops import scatter_ops
+from tapeflow.ops.core.primitives import shape_tensor as _sizes, zeros_of
+from tapeflow.ops.core import basic_ops
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -282,7 +278,7 @@ def _dims(x):
     shape = x._value.shape
     if None not in shape:
         return list(shape)
-    dynamic = primitives.shape(x)
+    dynamic = basic_ops.shape(x)
     return [dynamic[i] if d is None else d for i, d in enumerate(shape)]
 
 
@@ -318,7 +314,7 @@ def _split(y, at, size, d):
 def _scaled(sizes, axis, factor):
     """A size input (an int vector) with entry `axis` multiplied by `factor` (the batch folded there)."""
     scale = [1] * sizes._value.shape[0]
-    scale[axis] = primitives.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
+    scale[axis] = basic_ops.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
     if isinstance(factor, Tensor):
         return math_ops.multiply(sizes, primitives.stack(scale))
     return math_ops.multiply(sizes, Tensor(np.asarray(scale, sizes._value.dtype)))

@@ -30,15 +30,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops.core.primitives import sum_like
-from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.framework.shapes.matrix_shape_rules import broadcast_dims, merge_dims, meta
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import math_ops
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import batching
-from tapeflow.ops import math_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.half import computes_in_float32
+from tapeflow.ops.core.primitives import sum_like
+from tapeflow.ops.core import basic_ops
 
 _LETTERS = string.ascii_letters
 _FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
@@ -180,7 +179,7 @@ def _einsum_grad(op, dy):
         if k in skip:
             grads.append(None)
             continue
-        others = [primitives.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
+        others = [basic_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
         other_subs = [s for j, s in enumerate(subs) if j != k]
         if "." in equation or None in x._value.shape:
             grads.append(_operand_grad_at_run_time(dy, out, others, other_subs, subs[k], x))

@@ -38,10 +38,10 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE
-from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops
-from tapeflow.ops import join_ops
+from tapeflow.ops import join_ops, math_ops
+from tapeflow.ops.core import primitives
 
 _TRAINABLE = dtypes.TRAINABLE_NP
 
@@ -90,7 +90,7 @@ def zeros(shape, np_dtype):
 
 
 def zeros_like(t):
-    return primitives.zeros_like(t)
+    return basic_ops.zeros_like(t)
 
 
 def num_elements(grad):

@@ -16,21 +16,18 @@ import numpy as np
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
+from tapeflow.framework.shapes.known_values import concat_value
+from tapeflow.framework.shapes.shape_rules import merge_shapes
 from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.array_ops import _axis_attr, identity
-from tapeflow.ops.core.primitives import _dense
-from tapeflow.ops.core.arguments import _shape_error, _shape_str
-from tapeflow.framework.shapes.known_values import concat_value
-from tapeflow.ops.core.arguments import _int_input, int_input
-from tapeflow.ops.core.primitives import shape_tensor
-from tapeflow.framework.shapes.shape_rules import merge_shapes
 from tapeflow.ops import math_ops, scatter_ops, slicing_ops
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core.primitives import _stacked_inputs
+from tapeflow.ops.array_ops import _axis_attr, identity
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.arguments import _int_input, _shape_error, _shape_str, int_input
+from tapeflow.ops.core.primitives import _dense, _stacked_inputs, shape_tensor
+from tapeflow.ops.core import basic_ops
 
 
 def _concat_shape(*xs, axis):
@@ -87,7 +84,7 @@ def _concat_grad_sparse(dy, xs, sizes, axis):
     for x, n in zip(xs, sizes, strict=True):
         inside = math_ops.logical_and(math_ops.greater_equal(dy.indices, start), math_ops.less(dy.indices, start + n))
         rows = primitives.reshape(math_ops.where(inside), [-1])
-        indices = scatter_ops.gather(dy.indices, rows) - primitives.cast(start, dy.indices.dtype)
+        indices = scatter_ops.gather(dy.indices, rows) - basic_ops.cast(start, dy.indices.dtype)
         grads.append(IndexedSlices(scatter_ops.gather(dy.values, rows), indices, shape_tensor(x)))
         start += n
     return grads

@@ -19,17 +19,16 @@ import scipy.linalg
 from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core.primitives import binary_grads, zeros_of
 from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
     square_matrix_shape,
 )
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops import unary_ops
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import array_ops, math_ops, unary_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.primitives import binary_grads, zeros_of
+from tapeflow.ops.core import basic_ops
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -69,7 +68,7 @@ def adjoint(matrix, name=None):
     array([[1.-1.j, 3.-0.j],
            [2.-0.j, 4.-0.j]])
     """
-    return primitives.conj(swap_last(convert_to_tensor(matrix)))
+    return basic_ops.conj(swap_last(convert_to_tensor(matrix)))
 
 
 @tf_export("linalg.matrix_transpose")
@@ -80,7 +79,7 @@ def matrix_transpose(a, name="matrix_transpose", conjugate=False):
       ValueError: `a` has rank below 2.
     """
     out = swap_last(convert_to_tensor(a))
-    return primitives.conj(out) if conjugate else out
+    return basic_ops.conj(out) if conjugate else out
 
 
 def safe_reciprocal(x, epsilon=1e-20):
@@ -393,7 +392,7 @@ def _matrix_determinant(a):
 @_matrix_determinant.def_grad(reads_inputs=True, reads_outputs=True)
 def _matrix_determinant_grad(op, dy):
     c = op.outputs[0]                                       # d det A = det A tr(A^-1 dA)
-    return _expand2(dy * primitives.conj(c)) * inv(op.inputs[0], adjoint=True)
+    return _expand2(dy * basic_ops.conj(c)) * inv(op.inputs[0], adjoint=True)
 
 
 @tf_export("linalg.det")
@@ -685,7 +684,7 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     # graph runs.  Both are formed, each on a Gram matrix replaced by the identity when
     # it is not the one used (so the unused side stays finite, and its zero gradient
     # stays zero, even where its Gram matrix is singular), and the used result is selected.
-    dims = primitives.shape(a)
+    dims = basic_ops.shape(a)
     tall = math_ops.greater_equal(dims[-2], dims[-1])
     over = _overdetermined(a, b, l2_regularizer, used=tall)
     under = _underdetermined(a, b, l2_regularizer, used=math_ops.logical_not(tall))
@@ -708,10 +707,10 @@ def _regularized_gram_cholesky(a, l2, first_kind, used=None):
     unknown size])."""
     gram = _mm(a, a, adjoint_a=first_kind, adjoint_b=not first_kind)
     if isinstance(l2, Tensor) or l2 != 0:          # l2 added to the diagonal
-        gram = _set_diag_op(gram, _diag_part_op(gram) + primitives.cast(l2, a.dtype))
+        gram = _set_diag_op(gram, _diag_part_op(gram) + basic_ops.cast(l2, a.dtype))
     if used is not None:
         diagonal = _diag_part_op(gram)
-        identity = _set_diag_op(primitives.zeros_like(gram), math_ops.ones_like(diagonal))
+        identity = _set_diag_op(basic_ops.zeros_like(gram), math_ops.ones_like(diagonal))
         gram = math_ops.where(used, gram, identity)
     return cholesky(gram)
 

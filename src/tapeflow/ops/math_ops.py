@@ -2,48 +2,38 @@
 casts, comparisons, logical ops, `where` and `matmul`.
 
 Each op's kernel and its gradient sit together; gradients use tapeflow ops
-only, so they can be differentiated again.  The rest of the family lives in
-`unary_ops` (elementwise functions of one tensor), `reduction_ops` (reductions,
-arg-reductions, scans, top_k) and `segment_ops`; this module re-exports them,
-so `math_ops.<name>` reaches every op of `tf.math`.
+only, so they can be differentiated again.  The unary ops that arithmetic's own
+rules need (`negative`, `square`, `reciprocal`, `log`) are here too; the rest of
+the family sits above this module: `unary_ops` (elementwise functions of one
+tensor), `special_math_ops`, `reduction_ops` (reductions, arg-reductions, scans,
+top_k) and `segment_ops`.  Casts, `conj`, `real`/`imag` helpers and `reduce_sum`
+are primitives of the ops core (ops/core/primitives.py).
 
 Ops are declared with the family presets of `ops/core/presets` (`unary_op`,
 `binary_op`, `comparison_op`, `reduction_op`): each declaration carries the
 op's static shape and dtype rule (inputs of unknown rank included), so no
 kernel runs while a graph is built, and its `def_grad` says which input and
 output values the gradient reads (Note [saved inputs] in framework/op_def.py).
-
-Note [module split]: `unary_ops`, `reduction_ops` and `segment_ops` import the
-names they need from this module at their top, and this module imports theirs
-at its bottom (so rules anywhere can write `math_ops.exp`; the public names
-come from `tf_export`).  `tapeflow/ops/__init__` imports this module before the
-siblings, so by the time they run, everything above the bottom imports exists.
 """
 
 import numpy as np
 
 from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, execute, op, raise_type_mismatch
-from tapeflow.framework.shapes.symbolic_tensors import is_static
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, convert_like, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, half, primitives
+from tapeflow.ops.core.arguments import check_list_entries
+from tapeflow.ops.core.batching import _sized_by_values
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.core.primitives import binary_grads, unbroadcast
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.framework.shapes.symbolic_tensors import Meta
-from tapeflow.ops.core.batching import _sized_by_values
-from tapeflow.ops.core.primitives import _COMPLEX_NP
-from tapeflow.ops.core.primitives import _conj_if_complex, conj
-from tapeflow.ops.core.primitives import _filled_like, cast, zeros_like
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import convert_like
-from tapeflow.ops.core.arguments import check_list_entries
+from tapeflow.ops.core.basic_ops import _COMPLEX_NP, _conj_if_complex, _filled_like, cast, conj, zeros_like
 
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES

@@ -1,9 +1,7 @@
 """Cross-entropy losses of `tf.nn`: the two softmax cross-entropies (primitives
 with their own kernels and rules) and the sigmoid ones (composites).
 
-Split from `nn_ops` by concern; `nn_ops` re-exports every public name here
-(Note [module split] in math_ops.py: this module imports what it needs from
-`nn_ops` at its top, and `nn_ops` imports this one at its bottom).
+Split from `nn_ops` by concern; this module imports what it needs from `nn_ops`.
 """
 
 import numpy as np
@@ -12,20 +10,17 @@ from tapeflow.framework.dtypes import FLOATING_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops import math_ops
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.shape_rules import static_int
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import math_ops, unary_ops
+from tapeflow.ops.core import batching, half, primitives
 from tapeflow.ops.core.primitives import unbroadcast
 from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
 )
-from tapeflow.framework.shapes.shape_rules import static_int
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops import unary_ops
-
+from tapeflow.ops.core import basic_ops
 
 # -- softmax cross-entropies --------------------------------------------------------
 # Note [cross-entropy second output]: both ops return (loss, backprop) where
@@ -183,7 +178,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     known_rank(logits, "SoftmaxCrossEntropyWithLogits")
     known_rank(labels, "SoftmaxCrossEntropyWithLogits")
     if labels._value.dtype != logits._value.dtype:
-        labels = primitives.cast(labels, logits.dtype)
+        labels = basic_ops.cast(labels, logits.dtype)
     rank = logits._value.ndim
     if rank == 0:
         logits, labels = primitives.reshape(logits, (1,)), primitives.reshape(labels, (1,))

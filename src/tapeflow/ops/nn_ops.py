@@ -11,28 +11,24 @@ import math
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.context import executing_eagerly
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.variables import Variable
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, math_ops, random_ops
-from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import (
+    array_ops, join_ops, math_ops, random_ops, reduction_ops, scatter_ops, special_math_ops, unary_ops,
+)
+from tapeflow.ops.core import batching, half, primitives
 from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops import join_ops
-from tapeflow.ops import reduction_ops
-from tapeflow.ops import scatter_ops
-from tapeflow.ops import special_math_ops
-from tapeflow.ops import unary_ops
+from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import basic_ops
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -56,7 +52,7 @@ def _scalar_like(value, t):
 
 def _zeros_like(t):
     shape = t._value.shape
-    return primitives.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
+    return basic_ops.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
 
 
 # -- rectifiers ------------------------------------------------------------------
@@ -144,7 +140,7 @@ def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, alpha * features elsewhere; integers are computed in float32."""
     x = _tensor(features)
     if x._value.dtype.kind in "iu":
-        x = primitives.cast(x, dtypes.float32)
+        x = basic_ops.cast(x, dtypes.float32)
     if isinstance(alpha, Tensor):
         alpha = alpha._value
     # alpha stays a Python float: TensorFlow rounds it to float32 (its attr type), so float64
@@ -436,7 +432,7 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
       (mean, variance), with the reduced axes kept as size 1 when `keepdims`.
     """
     x = _tensor(x)
-    y = primitives.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
+    y = basic_ops.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
     mean = reduction_ops.reduce_mean(y, axes, keepdims=True)
     # Note: unlike TensorFlow, the mean is not stop_gradient-ed here; first-order
     # gradients agree exactly and second-order ones are then correct.
@@ -446,7 +442,7 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
         if reduced:
             mean, variance = array_ops.squeeze(mean, reduced), array_ops.squeeze(variance, reduced)
     if y is not x:
-        mean, variance = primitives.cast(mean, x.dtype), primitives.cast(variance, x.dtype)
+        mean, variance = basic_ops.cast(mean, x.dtype), basic_ops.cast(variance, x.dtype)
     return mean, variance
 
 
@@ -464,7 +460,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     shift = -mean * inv
     if offset is not None:
         shift = (offset if isinstance(offset, Tensor) else convert_to_tensor(offset, dtype=inv.dtype)) + shift
-    return x * primitives.cast(inv, x.dtype) + primitives.cast(shift, x.dtype)
+    return x * basic_ops.cast(inv, x.dtype) + basic_ops.cast(shift, x.dtype)
 
 
 @tf_export("nn.dropout")
@@ -491,7 +487,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. "
                          f"Received: x_dtype={x.dtype!r}")
     if isinstance(rate, SymbolicTensor) and rate._value.ndim == 0 and constant_value(rate) is None:
-        rate_t = primitives.cast(rate, x.dtype)           # a rate known only when the graph runs
+        rate_t = basic_ops.cast(rate, x.dtype)           # a rate known only when the graph runs
         scale, threshold = math_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
     else:
         rate_value = constant_value(rate) if isinstance(rate, Tensor) else rate    # None: a non-scalar tensor
@@ -512,7 +508,7 @@ def _noise_shape(x, noise_shape):
     known_rank(x, "dropout")
     shape = x._value.shape
     if noise_shape is None:
-        return shape if None not in shape else primitives.shape(x)
+        return shape if None not in shape else basic_ops.shape(x)
     if isinstance(noise_shape, SymbolicTensor):
         return noise_shape
     dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)

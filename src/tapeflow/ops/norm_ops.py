@@ -7,12 +7,10 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.decomposition_ops import svd
+from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
 from tapeflow.ops.core import primitives
-from tapeflow.ops import join_ops
-from tapeflow.ops import reduction_ops
-from tapeflow.ops import unary_ops
+from tapeflow.ops.decomposition_ops import svd
+from tapeflow.ops.core import basic_ops
 
 _VECTOR_ORDS = ("euclidean", 1, 2, np.inf)
 _MATRIX_ORDS = ["euclidean", "fro", 1, 2, np.inf]
@@ -63,7 +61,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
     if is_matrix and ord == 2:
         result = _spectral_norm(x, axes)
     elif ord in ("fro", "euclidean", 2):
-        result = unary_ops.sqrt(primitives.reduce_sum(x * primitives.conj(x), axes, keepdims=True))
+        result = unary_ops.sqrt(primitives.reduce_sum(x * basic_ops.conj(x), axes, keepdims=True))
     else:
         result = unary_ops.abs(x)
         if ord == 1:          # vectors: sum |x|; matrices: largest column sum

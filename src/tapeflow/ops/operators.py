@@ -13,18 +13,16 @@ truediv's dtype check (TypeError "`x` and `y` must have the same dtype");
 
 import numpy as np
 
-from tapeflow.framework.context import executing_eagerly_outside_functions, state
-from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework import tensor as tensor_module
+from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
-from tapeflow.ops.variables import Variable
-from tapeflow.ops import bitwise_ops, math_ops
+from tapeflow.ops import bitwise_ops, math_ops, scatter_ops, slicing_ops, unary_ops
 from tapeflow.ops.core import primitives
-from tapeflow.ops import scatter_ops
-from tapeflow.ops import slicing_ops
-from tapeflow.ops import unary_ops
+from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import basic_ops
 
 
 def _binary(fn, name, op_=None):
@@ -220,4 +218,4 @@ SymbolicTensor.__iter__ = _iter_symbolic
 IndexedSlices._as_tensor = _dense
 IndexedSlices.__neg__ = lambda s: IndexedSlices(math_ops.negative(s._values), s._indices, s._dense_shape)
 tensor_module._pack = primitives.stack
-tensor_module._cast = primitives.cast
+tensor_module._cast = basic_ops.cast

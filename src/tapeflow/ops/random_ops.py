@@ -19,15 +19,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import math_ops, scatter_ops, sort_ops
+from tapeflow.ops.core import batching, primitives
 from tapeflow.ops.core.arguments import typed_index_error
-from tapeflow.ops import scatter_ops, sort_ops
+from tapeflow.ops.core import basic_ops
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -235,7 +234,7 @@ def draw_per_example(op_, inputs, attrs):
     if op_ in _SAMPLERS:
         return _all_levels(lambda sizes: execute(op_, (_with_sizes(sizes, first),) + rest, attrs))
     shape = first._value.shape
-    dims = shape if shape is not None and None not in shape else primitives.shape(first)
+    dims = shape if shape is not None and None not in shape else basic_ops.shape(first)
     batched = _all_levels(lambda sizes: primitives.broadcast_to(first, _with_sizes(sizes, dims)))
     return execute(op_, (batched,) + rest, attrs)
 
@@ -279,7 +278,7 @@ def _as_shape(dims):
     """An int32 shape tensor from ints and scalar tensors."""
     if all(isinstance(d, (int, np.integer)) for d in dims):
         return Tensor(np.asarray(dims, np.int32))
-    return primitives.stack([primitives.cast(d, dtypes.int32) for d in dims])
+    return primitives.stack([basic_ops.cast(d, dtypes.int32) for d in dims])
 
 
 def _seed_attr(seed):

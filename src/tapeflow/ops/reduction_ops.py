@@ -6,7 +6,6 @@ non-negative ints) and `keepdims`; their gradients first reshape the output
 gradient to the kept-dims shape and broadcast it back over the input.  For
 inputs of unknown rank (graphs, Note [unknown rank] in graph/graph.py) the attr
 is None for all axes, else the axes as given, checked when the graph runs.
-See Note [module split] in math_ops.py for the imports from math_ops.
 """
 
 import collections
@@ -18,27 +17,20 @@ from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_mismatch
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import arguments, batching, half, primitives
 from tapeflow.ops.core.batching import REDUCTION
 from tapeflow.ops.core.presets import reduction_op
-from tapeflow.ops.core.primitives import keep_reduced_dims
-from tapeflow.ops.core import half
-from tapeflow.ops.math_ops import _is_complex, equal, greater, less, logical_and, not_equal, ones_like, real, where
-from tapeflow.ops.core.primitives import _conj_if_complex, conj
-from tapeflow.ops.core.primitives import cast, zeros_like
-from tapeflow.ops.unary_ops import exp, sqrt
-from tapeflow.ops.math_ops import log, square
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import arguments
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core.primitives import _INT32_64, _axes, _expand_to_input, _sum, reduce_sum
-from tapeflow.ops.core.primitives import reshape_like
-from tapeflow.ops.math_ops import greater_equal
+from tapeflow.ops.core.primitives import _INT32_64, _axes, _expand_to_input, _sum, keep_reduced_dims, reduce_sum, reshape_like
+from tapeflow.ops.core.basic_ops import _conj_if_complex, cast, conj, range as range_, zeros_like
+from tapeflow.ops.math_ops import (
+    _is_complex, equal, greater, greater_equal, less, log, logical_and, not_equal, ones_like, real, square, where,
+)
 from tapeflow.ops.scatter_ops import unsorted_segment_sum
-from tapeflow.ops.core.primitives import range as range_
+from tapeflow.ops.unary_ops import exp, sqrt
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 

@@ -1,5 +1,6 @@
 """Gathers, scatters and the ops finding indices: `gather`, `gather_nd`, `scatter_nd`,
-`tensor_scatter_nd_*`, `boolean_mask`, `where` (coordinates), `unique`.
+`tensor_scatter_nd_*`, `boolean_mask`, `unique`, and `unsorted_segment_sum` (the
+adjoint of gather, whose own gradient is a gather).
 
 Indices are checked like TensorFlow's eager kernels (InvalidArgumentError
 naming the offending position).  Gradients with respect to gathered params
@@ -10,40 +11,30 @@ gradient reads the indices, and of the gathered tensor only its shape (Note
 """
 
 import collections
+import functools
 
 import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import NUMERIC_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import LINEAR, execute, op, raise_type_mismatch
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.core.primitives import _transpose_op
-from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
+from tapeflow.ops import math_ops, scatter_ops
+from tapeflow.ops.core import arguments, batching, primitives
 from tapeflow.ops.core.arguments import _shape_str
-from tapeflow.ops.core.primitives import shape_tensor, zeros_of
-from tapeflow.ops import math_ops
-from tapeflow.ops import math_ops
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import arguments
-from tapeflow.ops.core import primitives
-from tapeflow.framework.dtypes import NUMERIC_TYPES
-from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.ops.core.batching import _sized_by_values
-from tapeflow.ops.math_ops import where_indices
-from tapeflow.ops.core.primitives import cast
-from tapeflow.ops.core.primitives import zeros_like
-from tapeflow.ops.math_ops import greater_equal
-from tapeflow.ops.math_ops import maximum
-from tapeflow.ops.math_ops import where
-import functools
-from tapeflow.ops import scatter_ops
-
+from tapeflow.ops.core.primitives import _dense, _reshape_to_input, _transpose_op, reshape, shape_tensor, zeros_of
+from tapeflow.ops.core.basic_ops import cast, zeros_like
+from tapeflow.ops.math_ops import greater_equal, maximum, where, where_indices
+from tapeflow.ops.core import basic_ops
 
 # -- gathers ------------------------------------------------------------------
 
@@ -147,10 +138,10 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
                       + tuple(range(g._value.ndim - nr, g._value.ndim)))
     g = reshape(g, (nb * ni,) + a_dims + r_dims)
     if isinstance(nb, Tensor) or isinstance(n, Tensor):
-        offsets = reshape(primitives.cast(primitives.range(nb) * n, dtypes.int64), (-1, 1))
+        offsets = reshape(basic_ops.cast(basic_ops.range(nb) * n, dtypes.int64), (-1, 1))
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
-    ids = reshape(math_ops.add_v2(reshape(primitives.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
+    ids = reshape(math_ops.add_v2(reshape(basic_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
     rows = reshape(scatter_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
     return _reshape_to_input(rows, params)
@@ -397,11 +388,11 @@ def _batch_gather_nd(params, indices, batch_dims):
     pdims, idims = _dims(params), _dims(indices)       # graphs: unknown sizes are scalar tensors
     bdims = tuple(p if i is None else i for p, i in zip(pdims[:batch_dims], ishape[:batch_dims]))
     nb = primitives.product(bdims)
-    flat_idx = reshape(primitives.cast(indices, dtypes.int64), (nb, -1, k))
+    flat_idx = reshape(basic_ops.cast(indices, dtypes.int64), (nb, -1, k))
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
         m = primitives.dims_of(flat_idx)[1]
-        batch = reshape(primitives.cast(primitives.range(nb), dtypes.int64), (-1, 1))
+        batch = reshape(basic_ops.cast(basic_ops.range(nb), dtypes.int64), (-1, 1))
         batch = primitives.broadcast_to(batch, (nb, m))
     else:
         batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1), (nb, m)).copy())
@@ -509,7 +500,7 @@ def _with_example_index(indices):
         lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1])))
     else:                                               # graphs: sizes known when the graph runs
         dims = _dims(indices)
-        lead = reshape(primitives.cast(primitives.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
+        lead = reshape(basic_ops.cast(basic_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
         lead = primitives.broadcast_to(lead, dims[:-1])
     return _led_by(lead, indices, shape[-1])
 
@@ -639,8 +630,8 @@ def _tensor_scatter_extremum_grad(op, dy):
     """d out = d t where t won, d u where u won; entries tied n ways get 1/n of dy each (TensorFlow's rule)."""
     tensor, indices, updates = op.inputs
     out, dy = op.outputs[0], _dense(dy)
-    t_won = primitives.cast(math_ops.equal(tensor, out), dy.dtype)
-    u_won = primitives.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
+    t_won = basic_ops.cast(math_ops.equal(tensor, out), dy.dtype)
+    u_won = basic_ops.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
     shape = shape_tensor(tensor, np.int64 if indices._value.dtype == np.int64 else np.int32)
     winners = t_won + execute(_scatter_nd, (indices, u_won, shape), {})
     share = dy / winners                               # every entry has a winner: winners >= 1
@@ -877,7 +868,7 @@ def _batch_of_segments(out, size, n):
     rest = tuple(out._value.shape[1:])
     if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
         return (size, n) + rest
-    return primitives.prepend(size, primitives.prepend(n, primitives.shape(out)[1:]))
+    return primitives.prepend(size, primitives.prepend(n, basic_ops.shape(out)[1:]))
 
 
 def _unsorted_batch(op_, xs, batched, attrs):
@@ -894,7 +885,7 @@ def _unsorted_batch(op_, xs, batched, attrs):
     dtype = ids._value.dtype
     if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
         total = cast(size, dtype) * cast(n, dtype)
-        offsets = primitives.reshape(cast(primitives.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+        offsets = primitives.reshape(cast(basic_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
     else:
         total = size * n
         offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))

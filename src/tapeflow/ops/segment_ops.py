@@ -5,7 +5,8 @@ dimension of `data`; the output has `segment_ids[-1] + 1` rows and empty
 segments hold 0 (1 for products).  Unsorted ops take `segment_ids` of any
 leading shape of `data` and `num_segments`; negative ids are dropped and empty
 segments hold the reduction's identity (the dtype's lowest/highest value for
-max/min).  See Note [module split] in math_ops.py for the imports from math_ops.
+max/min).  `unsorted_segment_sum`, the adjoint of gather, is with the gathers
+in `scatter_ops`.
 """
 
 import functools
@@ -17,18 +18,17 @@ from tapeflow.framework.dtypes import NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import Meta
-from tapeflow.ops.math_ops import equal, greater, greater_equal, logical_and, maximum, ones_like, where
-from tapeflow.ops.core.primitives import cast, zeros_like
-from tapeflow.ops.unary_ops import sqrt
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops.scatter_ops import unsorted_segment_sum
-from tapeflow.ops.scatter_ops import _gather_dropping_negatives, _unsorted_op, _unsorted_reduce, _unsorted_segment_op, _with_none_for_sizes
-from tapeflow.ops.scatter_ops import _ids_shaped_like
-from tapeflow.ops.scatter_ops import _trailing_ones
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.basic_ops import cast, zeros_like
+from tapeflow.ops.math_ops import equal, greater, greater_equal, logical_and, maximum, ones_like, where
+from tapeflow.ops.scatter_ops import (
+    _gather_dropping_negatives, _ids_shaped_like, _trailing_ones, _unsorted_op, _unsorted_reduce, _unsorted_segment_op,
+    _with_none_for_sizes, unsorted_segment_sum,
+)
+from tapeflow.ops.unary_ops import sqrt
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 

@@ -25,15 +25,15 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
-from tapeflow.ops.core.primitives import shape_tensor
-from tapeflow.ops.core import batching
-from tapeflow.ops.core.arguments import check_list_entries, typed_index_error
-from tapeflow.ops.core import primitives
+from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.arguments import check_list_entries, typed_index_error
+from tapeflow.ops.core.primitives import shape_tensor
+from tapeflow.ops.core import basic_ops
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
 _SLICE_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
@@ -398,7 +398,7 @@ def _dynamic_slice(x, begin, size):
     begin, size = _slice_index(begin, "begin"), _slice_index(size, "size")
     if begin._value.dtype != size._value.dtype:                    # one index type, the wider
         wide = np.int64 if np.int64 in (begin._value.dtype, size._value.dtype) else np.int32
-        begin, size = primitives.cast(begin, wide), primitives.cast(size, wide)
+        begin, size = basic_ops.cast(begin, wide), basic_ops.cast(size, wide)
     return execute(_slice, (x, begin, size), {})
 
 
@@ -585,4 +585,4 @@ def _pack(values):
         if values and (max(values) >= 2**31 or min(values) < -2**31):
             return np.asarray(values, np.int64)
         return np.asarray(values, np.int32) if values else np.zeros(0, np.int32)
-    return primitives.stack([primitives.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])
+    return primitives.stack([basic_ops.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])

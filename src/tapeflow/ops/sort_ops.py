@@ -15,11 +15,12 @@ import numpy as np
 from tapeflow.framework.dtypes import REAL_TYPES, int32, int64
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
 from tapeflow.framework.shapes.shape_rules import shape_error
-from tapeflow.ops.core import primitives
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 def _argsort_shape(x, descending):
@@ -144,4 +145,4 @@ def invert_permutation(x):
 @invert_permutation.def_batch
 def _invert_permutation_batch(xs, batched):
     # the inverse of a permutation is the order that sorts it (rows are not checked to be permutations)
-    return primitives.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True
+    return basic_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True

@@ -16,17 +16,17 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError, NotFoundError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_like, execute, op, raise_type_mismatch
-from tapeflow.framework.sparse_tensor import SparseTensor
+from tapeflow.framework.shapes.known_values import constant_value, partial_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta
+from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.core import batching
 from tapeflow.ops import (
     array_ops, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
-from tapeflow.framework.shapes.known_values import constant_value, partial_value
+from tapeflow.ops.core import batching, primitives
 from tapeflow.ops.core.half import computes_in_float32
-from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 _INT64 = np.dtype(np.int64)
 
@@ -106,7 +106,7 @@ def _sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value,
 def _sparse_to_dense_grad(op, dy):
     # d out[i] / d values[k] = 1 where i = indices[k]; the default fills every other entry
     indices, output_shape, values = op.inputs[0], op.inputs[1], op.inputs[2]
-    rows = primitives.reshape(indices, join_ops.concat([[-1], primitives.shape(output_shape)], 0))
+    rows = primitives.reshape(indices, join_ops.concat([[-1], basic_ops.shape(output_shape)], 0))
     dvalues = scatter_ops.gather_nd(dy, rows)
     ddefault = primitives.reduce_sum(dy) - primitives.reduce_sum(dvalues)
     if values.shape.rank == 0:
@@ -117,14 +117,14 @@ def _sparse_to_dense_grad(op, dy):
 def _batch_rows(indices, size):
     """The indices of a batch of `size` SparseTensors sharing `indices` ([N, rank]) as one of rank + 1:
     each row prefixed by its example's number, example after example."""
-    n = primitives.shape(indices, out_type=dtypes.int64)[0]
-    example = primitives.range(primitives.cast(size, dtypes.int64))
+    n = basic_ops.shape(indices, out_type=dtypes.int64)[0]
+    example = basic_ops.range(basic_ops.cast(size, dtypes.int64))
     example = primitives.reshape(array_ops.tile(primitives.expand_dims(example, 1), primitives.stack([1, n])), [-1, 1])
     return join_ops.concat([example, array_ops.tile(indices, primitives.stack([size, 1]))], 1)
 
 
 def _batch_shape(size, dense_shape):
-    return join_ops.concat([primitives.reshape(primitives.cast(size, dtypes.int64), [1]), dense_shape], 0)
+    return join_ops.concat([primitives.reshape(basic_ops.cast(size, dtypes.int64), [1]), dense_shape], 0)
 
 
 @_sparse_to_dense.def_batch
@@ -136,7 +136,7 @@ def _sparse_to_dense_batch(xs, batched, validate_indices=True):
         raise batching.NotBatchable          # positions or shapes differ per example
     size = primitives.batch_size_of(values if batched[2] else default)
     indices = primitives.reshape(indices, [-1, rank])
-    n = primitives.shape(indices)[0]
+    n = basic_ops.shape(indices)[0]
     values = values if batched[2] else primitives.broadcast_batch(values, size)
     values = primitives.reshape(primitives.broadcast_to(primitives.reshape(values, primitives.stack([size, -1])),
                                                       primitives.stack([size, n])), [-1])
@@ -145,7 +145,7 @@ def _sparse_to_dense_batch(xs, batched, validate_indices=True):
     if not batched[3]:
         return execute(_sparse_to_dense, [rows, shape, values, default], attrs), True
     # a default per example: the entries no index hits take it
-    zero = primitives.zeros_like(default[0])
+    zero = basic_ops.zeros_like(default[0])
     dense = execute(_sparse_to_dense, [rows, shape, values, zero], attrs)
     hit = execute(_sparse_to_dense, [rows, shape, math_ops.ones_like(values), zero], {"validate_indices": False})
     return dense + (math_ops.ones_like(hit) - hit) * primitives.reshape(default, [-1] + [1] * rank), True
@@ -208,9 +208,9 @@ def from_dense(tensor, name=None):
     ([[0, 1], [1, 0]], [1.5, 2.0])
     """
     tensor = convert_to_tensor(tensor)
-    indices = math_ops.where(math_ops.not_equal(tensor, primitives.zeros_like(tensor)))
+    indices = math_ops.where(math_ops.not_equal(tensor, basic_ops.zeros_like(tensor)))
     return SparseTensor(indices, scatter_ops.gather_nd(tensor, indices),
-                        primitives.shape(tensor, out_type=dtypes.int64))
+                        basic_ops.shape(tensor, out_type=dtypes.int64))
 
 
 @tf_export("sparse.reorder")
@@ -316,11 +316,11 @@ def _sparse_dense_matmul_grad(op, dy):
     if adjoint_b:
         db = linalg_ops.matrix_transpose(db, conjugate=True)
     rows, cols = indices[:, 0], indices[:, 1]
-    op_b = primitives.transpose(b) if adjoint_b else primitives.conj(b)
+    op_b = primitives.transpose(b) if adjoint_b else basic_ops.conj(b)
     dvalues = primitives.reduce_sum(scatter_ops.gather(dy, cols if adjoint_a else rows)
                                        * scatter_ops.gather(op_b, rows if adjoint_a else cols), axis=-1)
     if adjoint_a:
-        dvalues = primitives.conj(dvalues)
+        dvalues = basic_ops.conj(dvalues)
     return None, dvalues, None, db
 
 
@@ -333,19 +333,19 @@ def _sparse_dense_matmul_batch(xs, batched, adjoint_a=False, adjoint_b=False):
         raise batching.NotBatchable          # the positions differ per example
     size = primitives.batch_size_of(values if batched[1] else b)
     values = values if batched[1] else primitives.broadcast_batch(values, size)
-    offsets = primitives.expand_dims(primitives.range(primitives.cast(size, dtypes.int64)), 1)
+    offsets = primitives.expand_dims(basic_ops.range(basic_ops.cast(size, dtypes.int64)), 1)
     rows = primitives.reshape(offsets * shape[0] + indices[:, 0], [-1])
     cols = primitives.reshape(offsets * shape[1] + indices[:, 1], [-1])
-    big_shape = primitives.stack([primitives.cast(size, dtypes.int64) * shape[0], primitives.cast(size, dtypes.int64)
+    big_shape = primitives.stack([basic_ops.cast(size, dtypes.int64) * shape[0], basic_ops.cast(size, dtypes.int64)
                                 * shape[1]])
     b = b if batched[3] else primitives.broadcast_batch(b, size)
     if adjoint_b:       # op(B_i) = B_i^H stacked by rows: the B_i side by side
-        big_b = primitives.reshape(primitives.transpose(b, [1, 0, 2]), primitives.stack([primitives.shape(b)[1], -1]))
+        big_b = primitives.reshape(primitives.transpose(b, [1, 0, 2]), primitives.stack([basic_ops.shape(b)[1], -1]))
     else:
-        big_b = primitives.reshape(b, primitives.stack([-1, primitives.shape(b)[2]]))
+        big_b = primitives.reshape(b, primitives.stack([-1, basic_ops.shape(b)[2]]))
     out = execute(_sparse_dense_matmul, [primitives.stack([rows, cols], 1), primitives.reshape(values, [-1]),
                                          big_shape, big_b], {"adjoint_a": adjoint_a, "adjoint_b": adjoint_b})
-    return primitives.reshape(out, primitives.stack([size, -1, primitives.shape(out)[1]])), True
+    return primitives.reshape(out, primitives.stack([size, -1, basic_ops.shape(out)[1]])), True
 
 
 @tf_export("sparse.sparse_dense_matmul")
@@ -433,7 +433,7 @@ def _sparse_reduce_sum_grad(op, dy):
     indices, shape, axes = op.inputs[0], op.inputs[2], op.inputs[3]
     rank = constructor_ops.size(shape)
     positions = primitives.reshape(math_ops.floormod(axes, rank), [-1, 1])
-    kept = scatter_ops.tensor_scatter_nd_update(shape, positions, primitives.cast(math_ops.ones_like(
+    kept = scatter_ops.tensor_scatter_nd_update(shape, positions, basic_ops.cast(math_ops.ones_like(
         primitives.reshape(axes, [-1])), dtypes.int64))
     scale = math_ops.floordiv(shape, kept)
     return None, scatter_ops.gather_nd(primitives.reshape(dy, kept), math_ops.floordiv(indices, scale)), None, None
@@ -476,7 +476,7 @@ def _axes_of(sp, axis):
     rank = sp.shape.rank
     if rank is not None:
         return convert_to_tensor(np.arange(rank, dtype=np.int32))
-    return primitives.range(0, primitives.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
+    return basic_ops.range(0, basic_ops.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
 
 
 @tf_export("sparse.reduce_sum")

@@ -20,8 +20,9 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor, is_tensor
-from tapeflow.ops.core import primitives
 from tapeflow.ops import array_ops, constructor_ops, join_ops, math_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("get_static_value")
@@ -138,8 +139,8 @@ def _identity(t, op, partial):
 # op record -> its rule (t, op, partial) -> value or None
 _RULES = {
     _const: lambda t, op, p: np.asarray(op.attrs["value"]),
-    primitives._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
-    primitives._range: _kernel, constructor_ops._fill: _fill, primitives._cast: _kernel,
+    basic_ops._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
+    basic_ops._range: _kernel, constructor_ops._fill: _fill, basic_ops._cast: _kernel,
     join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, primitives._pack: _pack,
     primitives._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
     array_ops._identity: _identity, array_ops._stop_gradient: _identity,

@@ -16,12 +16,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
+from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, primitives
 from tapeflow.ops.core.batching import ELEMENTWISE
-from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 _STRING = dtypes.string._np
 _STRING_ONLY = (dtypes.string,)
@@ -77,7 +77,7 @@ def _string_join_batch(xs, batched, separator):
     for x, b, r in zip(xs, batched, ranks):
         if ref is not None and (r or b):
             x = primitives.broadcast_to(primitives.insert_axes(x, 1, ref._value.ndim - 1) if b and not r else x,
-                                       primitives.shape(ref))
+                                       basic_ops.shape(ref))
         out.append(x)
     return execute(_string_join, out, {"separator": separator}), True
 

@@ -5,9 +5,6 @@ the sigmoid family, rounding and float predicates (special functions are in
 Each op's kernel and gradient sit together.  Gradients of holomorphic functions
 follow TensorFlow's complex convention `dx = dy * conj(f'(x))`.  Every op
 returns its input's dtype (half-precision SciPy calls go through float32).
-
-See Note [module split] in math_ops.py for why this module may import from
-math_ops at the top.
 """
 
 import numpy as np
@@ -17,15 +14,14 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core.batching import SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops.math_ops import _div_no_nan, _mul_no_nan, complex, div_no_nan
-from tapeflow.ops.core.primitives import _conj_if_complex
-from tapeflow.ops.core.primitives import cast, zeros_like
-from tapeflow.ops.math_ops import negative, reciprocal, square
-from tapeflow.ops.math_ops import _SIGNED_INTS
+from tapeflow.ops.core.basic_ops import _conj_if_complex, cast, zeros_like
+from tapeflow.ops.math_ops import (
+    _SIGNED_INTS, _div_no_nan, _mul_no_nan, complex, div_no_nan, negative, reciprocal, square,
+)
 
 
 def _special(fn, x):

@@ -34,19 +34,16 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import default_session, eager_mode, executing_eagerly_outside_functions, state
 from tapeflow.framework.device import DEFAULT_DEVICE, current_device
 from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, known_rank
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
-from tapeflow.ops.scatter_ops import _gather
-from tapeflow.ops.scatter_ops import _indexed_slices_grad
-from tapeflow.ops.core import primitives
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.export import tf_export
-from tapeflow.ops.core import half
-from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
-from tapeflow.ops import join_ops
-from tapeflow.ops import scatter_ops
+from tapeflow.ops import join_ops, scatter_ops
+from tapeflow.ops.core import half, primitives
+from tapeflow.ops.scatter_ops import _gather, _indexed_slices_grad
+from tapeflow.ops.variable_creation import _sync_aggregation_trainable, _VariableCreation
 
 
 class _Uninitialized(np.ndarray):

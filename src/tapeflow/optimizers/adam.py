@@ -6,6 +6,7 @@ from tapeflow.ops import math_ops, unary_ops
 from tapeflow.optimizers.gradients import dense
 from tapeflow.optimizers.optimizer import Optimizer
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("keras.optimizers.Adam", "optimizers.Adam")
@@ -64,11 +65,11 @@ class Adam(Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         """One Adam update of `variable` and its slots."""
         dtype = variable.dtype
-        lr = primitives.cast(learning_rate, dtype)
-        g = primitives.cast(gradient, dtype)
-        t = primitives.cast(self._iterations + 1, dtype)
-        beta_1_power = math_ops.pow(primitives.cast(self.beta_1, dtype), t)
-        beta_2_power = math_ops.pow(primitives.cast(self.beta_2, dtype), t)
+        lr = basic_ops.cast(learning_rate, dtype)
+        g = basic_ops.cast(gradient, dtype)
+        t = basic_ops.cast(self._iterations + 1, dtype)
+        beta_1_power = math_ops.pow(basic_ops.cast(self.beta_1, dtype), t)
+        beta_2_power = math_ops.pow(basic_ops.cast(self.beta_2, dtype), t)
         alpha = lr * unary_ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)
         m = self._slot(self._momentums, variable)
         v = self._slot(self._velocities, variable)

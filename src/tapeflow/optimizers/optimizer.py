@@ -38,6 +38,7 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops.core import basic_ops
 from tapeflow.ops.core import primitives
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
@@ -312,8 +313,8 @@ class Optimizer:
         grads = gradients.clipped(grads, self.clipnorm, self.global_clipnorm, self.clipvalue)
         if self.weight_decay is not None:
             for v in variables:
-                lr = primitives.cast(self.learning_rate, v.dtype)
-                v.assign_sub(times_scalar(v, primitives.cast(self.weight_decay, v.dtype), lr))
+                lr = basic_ops.cast(self.learning_rate, v.dtype)
+                v.assign_sub(times_scalar(v, basic_ops.cast(self.weight_decay, v.dtype), lr))
         learning_rate = self.learning_rate
         if replica is None:
             for g, v in zip(grads, variables, strict=True):

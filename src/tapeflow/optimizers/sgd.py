@@ -6,6 +6,7 @@ from tapeflow.ops import math_ops
 from tapeflow.optimizers.gradients import dense, scaled
 from tapeflow.optimizers.optimizer import Optimizer
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("keras.optimizers.SGD", "optimizers.SGD")
@@ -57,8 +58,8 @@ class SGD(Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         """One SGD update of `variable` (and its momentum slot)."""
-        lr = primitives.cast(learning_rate, variable.dtype)
-        g = primitives.cast(gradient, variable.dtype)
+        lr = basic_ops.cast(learning_rate, variable.dtype)
+        g = basic_ops.cast(gradient, variable.dtype)
         if self.momentum == 0:
             step = scaled(g, lr)
             if isinstance(step, IndexedSlices):
@@ -67,7 +68,7 @@ class SGD(Optimizer):
                 variable.assign_sub(step)
             return
         m = self._slot(self.momentums, variable)
-        momentum = primitives.cast(self.momentum, variable.dtype)
+        momentum = basic_ops.cast(self.momentum, variable.dtype)
         m.assign(m * momentum - dense(scaled(g, lr), variable))
         if self.nesterov:
             variable.assign_add(m * momentum - dense(scaled(g, lr), variable))

@@ -38,6 +38,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.graph.gradients import gradients_v1
 from tapeflow.graph.scopes import control_dependencies
+from tapeflow.ops.core import basic_ops
 from tapeflow.graph.session import group_ops, trainable_variables
 from tapeflow.ops import array_ops, scatter_ops, segment_ops
 from tapeflow.ops.variables import Variable
@@ -304,7 +305,7 @@ def _check_dtypes(tensors):
 def _length(t):
     """The length of a 1-D tensor: static when known, else a tensor."""
     n = t.shape[0] if t.shape.rank else None
-    return n if n is not None else primitives.shape(t)[0]
+    return n if n is not None else basic_ops.shape(t)[0]
 
 
 @contextlib.contextmanager

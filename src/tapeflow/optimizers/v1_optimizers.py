@@ -16,8 +16,9 @@ from tapeflow.ops import math_ops, scatter_ops, unary_ops
 from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
-cast = primitives.cast
+cast = basic_ops.cast
 
 
 @tf_export("compat.v1.train.GradientDescentOptimizer")

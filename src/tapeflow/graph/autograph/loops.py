@@ -23,6 +23,7 @@ from tapeflow.graph.autograph.operators import (
     Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import basic_ops
 
 _LEGAL_LOOP_TYPES = "Tensor, int, float, bool or a list, tuple or dict thereof"
 _LIMITATIONS = ("\nSee https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/g3doc/"
@@ -265,7 +266,7 @@ def for_stmt(iterable, extra_test, body, inputs, names, opts):
     inputs = tuple(inputs)
     if staged(iterable):
         value = iterable.value() if isinstance(iterable, Variable) else iterable
-        if isinstance(value, SymbolicTensor) and value.op.op_def is primitives._range:
+        if isinstance(value, SymbolicTensor) and value.op.op_def is basic_ops._range:
             return _range_for(value, extra_test, body, inputs, names, opts)
         return _tensor_for(value, extra_test, body, inputs, names, opts)
     return _python_for(iterable, extra_test, body, inputs)
@@ -323,7 +324,7 @@ def _tensor_for(tensor, extra_test, body, inputs, names, opts):
     shape = tensor._value.shape
     if shape is not None and not shape:
         raise ValueError(f"len requires a non-scalar tensor, got one of shape {tensor.shape}")
-    n = shape[0] if shape is not None and shape[0] is not None else primitives.shape(tensor)[0]
+    n = shape[0] if shape is not None and shape[0] is not None else basic_ops.shape(tensor)[0]
 
     def test(i, *values):
         return _with_extra(i < n, extra_test, values)

@@ -26,6 +26,7 @@ from tapeflow.ops import array_ops, constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 class Undefined:
@@ -228,7 +229,7 @@ def runtime_assert(value, message):
 
 def _range(*args):
     if any(staged(a) for a in args):
-        return primitives.range(*args)
+        return basic_ops.range(*args)
     return builtins.range(*args)
 
 
@@ -238,19 +239,19 @@ def _len(value):
         if shape is not None and not shape:
             raise ValueError(f"len requires a non-scalar tensor, got one of shape {value.shape}")
         if shape is None or shape[0] is None:
-            return primitives.shape(value)[0]
+            return basic_ops.shape(value)[0]
     return builtins.len(value)
 
 
 def _int(value, *args):
     if isinstance(value, SymbolicTensor) and not args:
-        return primitives.cast(value, dtypes.int32)
+        return basic_ops.cast(value, dtypes.int32)
     return builtins.int(value, *args)
 
 
 def _float(value=0.0):
     if isinstance(value, SymbolicTensor):
-        return primitives.cast(value, dtypes.float32)
+        return basic_ops.cast(value, dtypes.float32)
     return builtins.float(value)
 
 

@@ -1,15 +1,19 @@
-"""TODO docstring."""
+"""Arguments as TensorFlow takes them: int inputs and attr lists, index dtypes, and the
+shape strings and errors the ops' messages use.  No ops: every family may import it.
+
+Note [int inputs] (in `int_input`) says how a size or index argument is converted.
+"""
+
+import numpy as np
+
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
-from tapeflow.framework.tensor import Tensor
-from tapeflow.framework.tensor import convert_to_tensor
+from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-import numpy as np
-from tapeflow.framework.tensor import _convert_python
 
 
 def _int_list(value, what, input_of=None, convert="input", eager_scalar=False):

@@ -1,134 +1,62 @@
-"""TODO docstring."""
-from tapeflow.framework.tensor import Tensor
-from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops.core.batching import NotBatchable
-from tapeflow.ops.core.batching import example_rank
-import numpy as np
-from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.framework.shapes.known_values import partial_value
-from tapeflow.framework.shapes.known_values import shape_vector
-from tapeflow.framework.shapes.symbolic_tensors import Meta
-from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
-from tapeflow.framework.context import state
-from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import LINEAR
-from tapeflow.framework.op_def import execute
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops.core import batching
-from tapeflow.ops.core.arguments import _int_input
-from tapeflow.ops.core.arguments import _known_count
-from tapeflow.ops.core.arguments import _shape_error
-from tapeflow.ops.core.arguments import _shape_str
-from tapeflow.ops.core.arguments import int_input
-from tapeflow.framework import dtypes
-from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.op_def import op
-from tapeflow.framework.shapes.known_values import shape_value
-from tapeflow.framework.shapes.symbolic_tensors import is_static
-from tapeflow.framework.op_def import convert_inputs
-from tapeflow.framework.shapes.known_values import pack_value
-from tapeflow.framework.shapes.known_values import unpack_value
-from tapeflow.framework.shapes.shape_rules import merge_shapes
-from tapeflow.framework.tensor import _contains_tensor
-from tapeflow.framework.errors import UnimplementedError
-from tapeflow.ops.core.arguments import _any_tensor
-from tapeflow.framework.dtypes import NUMERIC_TYPES
-from tapeflow.ops.core import arguments
-from tapeflow.ops.core.presets import reduction_op
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import _tf_name
-from tapeflow.framework.tensor import _convert_python
+"""The primitive ops the machinery needs, with the helpers built on them.
+
+Batching rules, gradient rules and the vectorization driver all reshape,
+broadcast, stack, cast and sum; those ops' own rules need the same helpers.
+So they live here together, one recursive group, below every op family:
+
+- layout: `reshape`, `expand_dims`, `broadcast_to`, `transpose`, `stack`,
+  `unstack`, and `reduce_sum` (on the simpler ops of ops/core/basic_ops.py);
+- batching helpers (Note [batching rules] in ops/core/vectorization.py):
+  `prepend`, `insert_axes`, `broadcast_batch`, `stacked_all`, `align_ranks`;
+- gradient helpers: the one place broadcasting is undone (`unbroadcast`,
+  `binary_grads`, `reduction_grad`) and the *ToShapeOf ops for shapes known
+  only when a graph runs (Note [static shapes in gradients] below);
+- size inputs.
+
+Note [size inputs]: eagerly, and in graphs whenever the sizes are Python
+values or known constants, ops take their sizes (shapes, multiples, paddings,
+begin/size) as static attrs (the fast path).  When part of a size argument is a
+symbolic tensor (`[tf.shape(x)[0] * 3]`, `tf.shape(x)`), the op takes it as an
+int32/int64 tensor input instead, TensorFlow's encoding: it has one more input
+than its static form and its attrs lack the size attr.  Its kernel receives the
+sizes as a NumPy array where the static form gets a tuple, its shape rule
+(declared with `shape_reads_inputs=True`) receives the tensor, and its static
+output shape comes from the entries known while building
+(framework/shapes/known_values.py).  Its gradient returns None for the sizes
+input (and declares it among the inputs it reads when it needs the sizes).
+
+Only the framework and the op-free parts of the core are imported here; every
+op family imports this module (Note [the ops circle] in
+tests/test_import_structure.py tells how the circle it replaces was cut).
+"""
+
 import builtins
-from tapeflow.ops.core.arguments import _int_list
-from tapeflow.framework.shapes.known_values import cast_value
-from tapeflow.ops.core import half
-from tapeflow.ops.core.presets import unary_op
 
+import numpy as np
 
-def align_ranks(xs, batched):
-    """Stacked inputs with size-1 axes inserted after the batch axis, so that examples
-    of lower rank broadcast against the others as they would one example at a time."""
-    ranks = [example_rank(x, b) for x, b in zip(xs, batched)]
-    if None in ranks:
-        if any(r is None for r, b in zip(ranks, batched) if b):
-            raise ValueError("Cannot vectorize a broadcasting op over a tensor of unknown rank.")
-    top = max((r for r in ranks if r is not None), default=0)
-    out = list(xs)
-    for i, (x, b, r) in enumerate(zip(xs, batched, ranks)):
-        if b and r < top:
-            out[i] = insert_axes(x, 1, top - r)
-    return out
+from tapeflow.framework import dtypes
+from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import NUMERIC_TYPES
+from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
+from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import LINEAR, _tf_name, convert_inputs, execute, op
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import (
+    cast_value, constant_value, pack_value, partial_value, shape_value, shape_vector, unpack_value,
+)
+from tapeflow.framework.shapes.shape_rules import merge_shapes
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, is_static, known_rank
+from tapeflow.framework.tensor import Tensor, _contains_tensor, _convert_python, convert_to_tensor
+from tapeflow.ops.core import arguments, batching, half
+from tapeflow.ops.core.arguments import (
+    _any_tensor, _int_input, _int_list, _known_count, _shape_error, _shape_str, int_input,
+)
+from tapeflow.ops.core.basic_ops import cast, conj, shape, zeros_like
+from tapeflow.ops.core.batching import NotBatchable, example_rank
+from tapeflow.ops.core.presets import reduction_op, unary_op
 
-
-def insert_axes(x, at, count):
-    """`x` with `count` size-1 axes inserted at axis `at`."""
-    shape = x._value.shape
-    if shape is not None and None not in shape:
-        return reshape(x, tuple(shape[:at]) + (1,) * count + tuple(shape[at:]))
-    for _ in builtins.range(count):
-        x = expand_dims(x, at)
-    return x
-
-
-def batch_size_of(x):
-    """The batch size of stacked tensor `x`: an int, or a scalar tensor when unknown statically."""
-    n = x._value.shape[0]
-    if n is not None:
-        return n
-    return shape(x)[0]
-
-
-def prepend(size, dims):
-    """The stacked shape for example shape `dims` (ints, or an int vector tensor) and
-    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor.
-
-    The tensor is a Pack of the entries, so the example's rank must be known
-    (NotBatchable otherwise: the op then runs once per example)."""
-    if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
-        return (size,) + tuple(dims)
-    if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
-        dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
-    dims = convert_to_tensor(dims, dtype_hint="int32")
-    count = dims._value.shape[0] if dims._value.ndim == 1 else None
-    if count is None:
-        raise NotBatchable                              # examples of unknown rank
-    head = cast(reshape(size, ()), dims.dtype)
-    return stack([head, *unstack(dims, num=count)])
-
-
-def broadcast_to_shape_input(xs, batched, dims):
-    """The rule of ops broadcasting their input 0 to a shape given as input 1 or as the attr
-    `dims` (BroadcastTo, Fill): the stacked input with its example's axes aligned, broadcast
-    to the batch size followed by the shape."""
-    if len(xs) > 1 and batched[1]:
-        raise NotBatchable                              # a shape per example
-    x = xs[0]
-    dims = xs[1] if len(xs) > 1 else dims
-    rank = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
-    if rank is None:
-        raise NotBatchable
-    x = insert_axes(x, 1, rank - example_rank(x, True))
-    return broadcast_to(x, prepend(batch_size_of(x), dims)), True
-
-
-def broadcast_batch(x, size):
-    """The stacked tensor whose every example is `x` (which is not batched)."""
-    x = convert_to_tensor(x)
-    return broadcast_to(expand_dims(x, 0), _with_batch(size, x))
-
-
-def _with_batch(size, x):
-    static = x._value.shape
-    if static is not None and None not in static and not isinstance(size, Tensor):
-        return (size,) + tuple(static)
-    return prepend(size, shape(x) if static is None or None in static else static)
-
-
-def stacked_all(xs, batched, size):
-    """Every input in stacked form (unbatched ones repeated for each example)."""
-    return [x if b else broadcast_batch(x, size) for x, b in zip(xs, batched)]
-
+# -- size inputs (Note [size inputs]) ---------------------------------------------------------
 
 _INT_TYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
 
@@ -250,6 +178,8 @@ def product(dims):
         out = d * out if isinstance(d, Tensor) else out * d
     return out
 
+
+# -- reshaping, broadcasting, transposing -----------------------------------------------------
 
 def _dense(t):
     """A gradient as a dense tensor (IndexedSlices are summed into place)."""
@@ -481,34 +411,343 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     return execute(_broadcast_to, (x,), {"shape": dims})
 
 
-_SHAPE_TYPES = (dtypes.int32, dtypes.int64)
+def _transpose_shape(x, perm):
+    """Input dim perm[i] is output dim i."""
+    return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
 
 
-def _shape_type(out_type, op_type):
-    out_type = dtypes.as_dtype(out_type)
-    if out_type not in _SHAPE_TYPES:
-        raise InvalidArgumentError(None, op_type, f"Value for attr 'out_type' of {out_type.name} is not in the list "
-                                   f"of allowed values: int32, int64 [Op:{op_type}]")
-    return out_type._np
+@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
+def _transpose(x, perm):
+    return np.transpose(x, perm)
 
 
-# Note [unknown rank] in framework/shapes/symbolic_tensors.py: the queries take tensors of unknown rank.
-@op("Shape", same_dtype=False, shape=lambda x, out_type: [Meta((x.ndim,), np.dtype(out_type))],
-    unknown_rank=True, differentiable=False, value_rule=shape_value)
-def _shape(x, out_type):
-    return np.asarray(x.shape, out_type)
+@_transpose.def_batch
+def _transpose_batch(xs, batched, perm):
+    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
 
 
-@_shape.def_batch
-def _shape_batch(xs, batched, out_type):
-    return execute(_shape, xs, {"out_type": out_type})[1:], False     # the example's shape
+@_transpose.def_grad(reads_inputs=False)
+def _transpose_grad(op, dy):
+    return _transpose_op(_dense(dy), tuple(np.argsort(op.get_attr("perm")).tolist()))   # inverse permutation
 
 
-@tf_export("shape")
-def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
-    """The shape of `input` as a 1-D int32 (or int64) tensor."""
-    return _query(_shape, input, _shape_type(out_type, "Shape"))
+def _transpose_op(x, perm):
+    return execute(_transpose, (x,), {"perm": perm})
 
+
+@tf_export("transpose")
+def transpose(a, perm=None, conjugate=False, name="transpose"):
+    """Permutes the axes (reverses them when `perm` is None); conjugates if asked.
+
+    Raises:
+      InvalidArgumentError: `perm` is not a permutation of the axes.
+    """
+    x = convert_to_tensor(a)
+    rank_ = known_rank(x, "Transpose")
+    perm = tuple(builtins.range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
+    if len(perm) != rank_:
+        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
+                                        f"size {len(perm)}")
+    for p in perm:
+        if not -rank_ <= p < rank_:
+            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
+    perm = tuple(p % rank_ for p in perm)
+    missing = sorted(set(builtins.range(rank_)) - set(perm))
+    if missing:
+        raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
+                                   f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
+    out = _transpose_op(x, perm)
+    return conj(out) if conjugate else out
+
+
+# -- stacking ---------------------------------------------------------------------------------
+
+def _pack_shape(*xs, axis):
+    """The inputs' shapes merged, with a new axis of size len(xs) at `axis`."""
+    shape = merge_shapes([x.shape for x in xs], "Shapes of all inputs to Pack must match")
+    return [Meta(shape[:axis] + (len(xs),) + shape[axis:], xs[0].dtype)]
+
+
+@op("Pack", shape=_pack_shape, value_rule=pack_value, jvp=LINEAR)
+def _pack(*xs, axis):
+    shape = xs[0].shape
+    for i, x in enumerate(xs):
+        if x.shape != shape:
+            raise ValueError(f"Shapes of all inputs must match: values[0].shape = {_shape_str(shape)} != "
+                             f"values[{i}].shape = {_shape_str(x.shape)}")
+    return np.stack(xs, axis=axis)
+
+
+@_pack.def_batch
+def _pack_batch(xs, batched, axis):
+    return execute(_pack, _stacked_inputs(xs, batched), {"axis": axis + 1}), True
+
+
+@_pack.def_grad(reads_inputs=False)
+def _pack_grad(op, dy):
+    return unstack(_dense(dy), num=len(op.inputs), axis=op.get_attr("axis"))   # split back along the new axis
+
+
+def _stacked_inputs(xs, batched):
+    """Every input stacked (the shared ones repeated for each example: a view, eagerly)."""
+    return stacked_all(xs, batched, batch_size_of(xs[batched.index(True)]))
+
+
+@tf_export("stack")
+def stack(values, axis=0, name="stack"):
+    """Stacks same-shaped tensors along a new axis.
+
+    Raises:
+      ValueError: an axis out of range.
+      InvalidArgumentError: shapes differ.
+    """
+    if not values:
+        return Tensor(np.zeros(0, np.float32))
+    if axis == 0 and not _contains_tensor(values):
+        try:
+            return convert_to_tensor(values)            # plain values: one dtype for the whole list
+        except ValueError:
+            if any(v is None for v in values):
+                raise
+            # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
+    xs = convert_inputs(values, list_of="Pack")
+    rank_ = known_rank(xs[0], "Pack")
+    shape_rules.check_rank(rank_ + 1, "Pack")
+    if not -rank_ - 1 <= axis <= rank_:
+        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
+    return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
+
+
+def _unpack_shape(x, num, axis):
+    """`num` outputs of x's shape without `axis` (whose size, when known, is `num`)."""
+    if x.shape[axis] not in (None, num):
+        raise ValueError(f"Dimension {axis} of the input to Unpack has size {x.shape[axis]}, not num = {num}: "
+                         f"shape {list(x.shape)}")
+    return [Meta(x.shape[:axis] + x.shape[axis + 1:], x.dtype)] * num
+
+
+@op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value, jvp=LINEAR)
+def _unpack(x, num, axis):
+    moved = np.moveaxis(x, axis, 0) if axis else x
+    return tuple(moved[i, ...] for i in builtins.range(num))     # `...` keeps 0-d pieces arrays
+
+
+@_unpack.def_batch
+def _unpack_batch(xs, batched, num, axis):
+    return execute(_unpack, xs, {"num": num, "axis": axis + 1}), True
+
+
+@_unpack.def_grad(reads_inputs=False)
+def _unpack_grad(op, *dys):
+    return stack([_dense(d) for d in dys], axis=op.get_attr("axis"))   # restack the pieces
+
+
+@tf_export("unstack")
+def unstack(value, num=None, axis=0, name="unstack"):
+    """Splits a tensor along `axis` into a list of tensors of one rank less.
+
+    Raises:
+      ValueError: `axis` out of range (scalars cannot be unstacked).
+      InvalidArgumentError: `num` differs from the size of `axis`.
+    """
+    x = convert_to_tensor(value)
+    rank_ = known_rank(x, "Unpack")
+    if axis < -rank_ or axis >= rank_:                  # a NaN axis passes, as in TensorFlow (then fails indexing)
+        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
+    axis %= rank_
+    n = x._value.shape[axis]
+    if n is None:                                       # unknown while the graph is built
+        if num is None:
+            raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
+        n = num
+    if num is not None and num != n:
+        raise _shape_error("Unpack", f"Input shape axis {axis} must equal {num}, got shape "
+                                     f"{_shape_str(x._value.shape)}")
+    if n == 0:
+        return []
+    return list(execute(_unpack, (x,), {"num": n, "axis": axis}))
+
+
+# -- sums -------------------------------------------------------------------------------------
+
+_INT32_64 = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
+
+
+def _axes(axis, rank, op_type="Sum"):
+    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow
+    (for an unknown `rank`: None for all axes, else the ints as given)."""
+    if axis is None:
+        return None if rank is None else tuple(builtins.range(rank))
+    if isinstance(axis, Tensor):
+        if axis._value.dtype not in (np.int32, np.int64):
+            raise arguments.int_input_error(axis.dtype.name, "axis", op_type)
+        value = axis._value
+        if isinstance(axis, SymbolicTensor):            # graphs: the axes must be known while building
+            value = constant_value(axis)
+            if value is None:
+                raise ValueError(f"The reduction axes of {op_type} must be known while the graph is built "
+                                 f"(constants or values computed from static shapes), got {axis.name}.")
+        value = np.asarray(value)
+        if value.ndim > 1 and state.graphs:
+            raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+        axis = value.reshape(-1).tolist()
+    elif isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        if not isinstance(a, (int, np.integer)):
+            return _axes(_axes_value(axis, op_type), rank, op_type)
+        a = int(a)
+        if rank is None:
+            out.append(a)
+            continue
+        if not -rank <= a < rank:
+            raise shape_rules.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
+                                                 "dimension(s)")
+        a %= rank
+        if a in out:
+            raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
+                                       f"dimension: {a} [Op:{op_type}]")
+        out.append(a)
+    return tuple(out) if rank is None else tuple(sorted(out))
+
+
+def _axes_value(axis, op_type):
+    """A reduction `axis` list or array holding more than ints, converted as TensorFlow converts
+    its `reduction_indices` input (Note [typed index inputs]): the axes as a flat list of ints.
+
+    Raises:
+      TypeError: a tensor among the entries; in graphs, None or text among numbers, or
+        non-integers; eagerly a Python float.
+      ValueError: eagerly, None or text among numbers; a ragged list; in graphs, a rank above 1.
+      InvalidArgumentError: eagerly, floats, bools or text.
+    """
+    t = arguments.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
+    value = np.asarray(constant_value(t) if isinstance(t, SymbolicTensor) else t._value)
+    if value.ndim > 1 and state.graphs:
+        raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
+    return value.reshape(-1).tolist()
+
+
+def _expand_to_input(op, dy):
+    """The output gradient broadcast back to the input's shape (`dy` reshaped to kept dims first)."""
+    return reduction_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))
+
+
+@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR, half=half.in_float32)
+def _sum(x, axis, keepdims):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+@_sum.def_grad(reads_inputs=False)
+def _sum_grad(op, dy):
+    return _expand_to_input(op, dy)                     # each input element gets the sum's gradient
+
+
+@tf_export("math.reduce_sum", "reduce_sum")
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes when None; an int, a list or an int tensor; negative counts from the end).
+
+    Raises:
+      InvalidArgumentError: an axis is out of range or repeated, or the dtype is bool.
+
+    >>> import tapeflow as tf
+    >>> tf.reduce_sum(tf.ones([2, 3]), axis=1).numpy()
+    array([3., 3.], dtype=float32)
+    """
+    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
+    rank = x._value.ndim
+    axes = tuple(builtins.range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
+    return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
+
+
+# -- batching helpers (Note [batching rules] in ops/core/vectorization.py) --------------------
+
+def align_ranks(xs, batched):
+    """Stacked inputs with size-1 axes inserted after the batch axis, so that examples
+    of lower rank broadcast against the others as they would one example at a time."""
+    ranks = [example_rank(x, b) for x, b in zip(xs, batched)]
+    if None in ranks:
+        if any(r is None for r, b in zip(ranks, batched) if b):
+            raise ValueError("Cannot vectorize a broadcasting op over a tensor of unknown rank.")
+    top = max((r for r in ranks if r is not None), default=0)
+    out = list(xs)
+    for i, (x, b, r) in enumerate(zip(xs, batched, ranks)):
+        if b and r < top:
+            out[i] = insert_axes(x, 1, top - r)
+    return out
+
+
+def insert_axes(x, at, count):
+    """`x` with `count` size-1 axes inserted at axis `at`."""
+    shape = x._value.shape
+    if shape is not None and None not in shape:
+        return reshape(x, tuple(shape[:at]) + (1,) * count + tuple(shape[at:]))
+    for _ in builtins.range(count):
+        x = expand_dims(x, at)
+    return x
+
+
+def batch_size_of(x):
+    """The batch size of stacked tensor `x`: an int, or a scalar tensor when unknown statically."""
+    n = x._value.shape[0]
+    if n is not None:
+        return n
+    return shape(x)[0]
+
+
+def prepend(size, dims):
+    """The stacked shape for example shape `dims` (ints, or an int vector tensor) and
+    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor.
+
+    The tensor is a Pack of the entries, so the example's rank must be known
+    (NotBatchable otherwise: the op then runs once per example)."""
+    if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
+        return (size,) + tuple(dims)
+    if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
+        dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
+    dims = convert_to_tensor(dims, dtype_hint="int32")
+    count = dims._value.shape[0] if dims._value.ndim == 1 else None
+    if count is None:
+        raise NotBatchable                              # examples of unknown rank
+    head = cast(reshape(size, ()), dims.dtype)
+    return stack([head, *unstack(dims, num=count)])
+
+
+def broadcast_to_shape_input(xs, batched, dims):
+    """The rule of ops broadcasting their input 0 to a shape given as input 1 or as the attr
+    `dims` (BroadcastTo, Fill): the stacked input with its example's axes aligned, broadcast
+    to the batch size followed by the shape."""
+    if len(xs) > 1 and batched[1]:
+        raise NotBatchable                              # a shape per example
+    x = xs[0]
+    dims = xs[1] if len(xs) > 1 else dims
+    rank = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
+    if rank is None:
+        raise NotBatchable
+    x = insert_axes(x, 1, rank - example_rank(x, True))
+    return broadcast_to(x, prepend(batch_size_of(x), dims)), True
+
+
+def broadcast_batch(x, size):
+    """The stacked tensor whose every example is `x` (which is not batched)."""
+    x = convert_to_tensor(x)
+    return broadcast_to(expand_dims(x, 0), _with_batch(size, x))
+
+
+def _with_batch(size, x):
+    static = x._value.shape
+    if static is not None and None not in static and not isinstance(size, Tensor):
+        return (size,) + tuple(static)
+    return prepend(size, shape(x) if static is None or None in static else static)
+
+
+def stacked_all(xs, batched, size):
+    """Every input in stacked form (unbatched ones repeated for each example)."""
+    return [x if b else broadcast_batch(x, size) for x, b in zip(xs, batched)]
+
+
+# -- gradient helpers: undoing broadcasts, shapes known only when a graph runs ----------------
 
 def _sum_to(g, shape):
     """NumPy: sums array g down to `shape` (the inverse of broadcasting)."""
@@ -549,17 +788,17 @@ def _broadcast_like_batch(xs, batched):
     return broadcast_like(g, like), True
 
 
+@broadcast_like.def_grad(reads_inputs=False)
+def _broadcast_like_grad(op, dy):
+    g = op.inputs[0]                                 # broadcasting's adjoint sums
+    return unbroadcast(dy, g._value.shape, g), None
+
+
 def _rank_gap(big, small):
     """How many more dims the examples of stacked `big` have than those of stacked `small`."""
     if big._value.ndim is None or small._value.ndim is None:
         raise batching.NotBatchable                  # unknown rank: the examples cannot be lined up
     return big._value.ndim - small._value.ndim
-
-
-@broadcast_like.def_grad(reads_inputs=False)
-def _broadcast_like_grad(op, dy):
-    g = op.inputs[0]                                 # broadcasting's adjoint sums
-    return unbroadcast(dy, g._value.shape, g), None
 
 
 @op("SumToShapeOf", same_dtype=False, shape=_like_shape, unknown_rank=True)
@@ -697,429 +936,3 @@ def _reduced_shape(shape, axes):
 @_reduced_shape.def_batch
 def _reduced_shape_batch(xs, batched, axes):
     return execute(_reduced_shape, xs, {"axes": axes}), True       # a shape per example: the last axis
-
-
-def _pack_shape(*xs, axis):
-    """The inputs' shapes merged, with a new axis of size len(xs) at `axis`."""
-    shape = merge_shapes([x.shape for x in xs], "Shapes of all inputs to Pack must match")
-    return [Meta(shape[:axis] + (len(xs),) + shape[axis:], xs[0].dtype)]
-
-
-@op("Pack", shape=_pack_shape, value_rule=pack_value, jvp=LINEAR)
-def _pack(*xs, axis):
-    shape = xs[0].shape
-    for i, x in enumerate(xs):
-        if x.shape != shape:
-            raise ValueError(f"Shapes of all inputs must match: values[0].shape = {_shape_str(shape)} != "
-                             f"values[{i}].shape = {_shape_str(x.shape)}")
-    return np.stack(xs, axis=axis)
-
-
-@_pack.def_batch
-def _pack_batch(xs, batched, axis):
-    return execute(_pack, _stacked_inputs(xs, batched), {"axis": axis + 1}), True
-
-
-def _stacked_inputs(xs, batched):
-    """Every input stacked (the shared ones repeated for each example: a view, eagerly)."""
-    return stacked_all(xs, batched, batch_size_of(xs[batched.index(True)]))
-
-
-@_pack.def_grad(reads_inputs=False)
-def _pack_grad(op, dy):
-    return unstack(_dense(dy), num=len(op.inputs), axis=op.get_attr("axis"))   # split back along the new axis
-
-
-@tf_export("stack")
-def stack(values, axis=0, name="stack"):
-    """Stacks same-shaped tensors along a new axis.
-
-    Raises:
-      ValueError: an axis out of range.
-      InvalidArgumentError: shapes differ.
-    """
-    if not values:
-        return Tensor(np.zeros(0, np.float32))
-    if axis == 0 and not _contains_tensor(values):
-        try:
-            return convert_to_tensor(values)            # plain values: one dtype for the whole list
-        except ValueError:
-            if any(v is None for v in values):
-                raise
-            # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
-    xs = convert_inputs(values, list_of="Pack")
-    rank_ = known_rank(xs[0], "Pack")
-    shape_rules.check_rank(rank_ + 1, "Pack")
-    if not -rank_ - 1 <= axis <= rank_:
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
-    return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
-
-
-def _unpack_shape(x, num, axis):
-    """`num` outputs of x's shape without `axis` (whose size, when known, is `num`)."""
-    if x.shape[axis] not in (None, num):
-        raise ValueError(f"Dimension {axis} of the input to Unpack has size {x.shape[axis]}, not num = {num}: "
-                         f"shape {list(x.shape)}")
-    return [Meta(x.shape[:axis] + x.shape[axis + 1:], x.dtype)] * num
-
-
-@op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value, jvp=LINEAR)
-def _unpack(x, num, axis):
-    moved = np.moveaxis(x, axis, 0) if axis else x
-    return tuple(moved[i, ...] for i in builtins.range(num))     # `...` keeps 0-d pieces arrays
-
-
-@_unpack.def_batch
-def _unpack_batch(xs, batched, num, axis):
-    return execute(_unpack, xs, {"num": num, "axis": axis + 1}), True
-
-
-@_unpack.def_grad(reads_inputs=False)
-def _unpack_grad(op, *dys):
-    return stack([_dense(d) for d in dys], axis=op.get_attr("axis"))   # restack the pieces
-
-
-@tf_export("unstack")
-def unstack(value, num=None, axis=0, name="unstack"):
-    """Splits a tensor along `axis` into a list of tensors of one rank less.
-
-    Raises:
-      ValueError: `axis` out of range (scalars cannot be unstacked).
-      InvalidArgumentError: `num` differs from the size of `axis`.
-    """
-    x = convert_to_tensor(value)
-    rank_ = known_rank(x, "Unpack")
-    if axis < -rank_ or axis >= rank_:                  # a NaN axis passes, as in TensorFlow (then fails indexing)
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
-    axis %= rank_
-    n = x._value.shape[axis]
-    if n is None:                                       # unknown while the graph is built
-        if num is None:
-            raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
-        n = num
-    if num is not None and num != n:
-        raise _shape_error("Unpack", f"Input shape axis {axis} must equal {num}, got shape "
-                                     f"{_shape_str(x._value.shape)}")
-    if n == 0:
-        return []
-    return list(execute(_unpack, (x,), {"num": n, "axis": axis}))
-
-
-@unary_op("Cast", same_dtype=False, shape=shape_rules.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
-def _cast(x, DstT):
-    if (x.dtype.kind == "T") != (DstT.kind == "T"):      # strings: tf.strings.as_string / to_number
-        raise UnimplementedError(None, "Cast", f"Cast {_tf_name(x.dtype)} to {_tf_name(DstT)} is not supported "
-                                 "[Op:Cast]")
-    if x.dtype.kind == "c" and DstT.kind != "c":
-        x = np.real(x)
-    return half.astype(np.asarray(x), DstT) if x.dtype != DstT else x     # Note [half precision]
-
-
-@_cast.def_grad(reads_inputs=False)
-def _cast_grad(op, dy):
-    src = op.inputs[0]._value.dtype
-    if src not in dtypes.TRAINABLE_NP or dy.dtype._np not in dtypes.TRAINABLE_NP:
-        return None                                   # casts to or from integers cut the gradient
-    return cast(dy, dtypes.from_numpy(src))
-
-
-@tf_export("cast")
-def cast(x, dtype, name=None):
-    """Casts `x` to `dtype`; complex to real keeps the real part.
-
-    >>> import tapeflow as tf
-    >>> tf.cast(tf.constant([1.7, -1.7]), tf.int32).numpy()
-    array([ 1, -1], dtype=int32)
-    """
-    dtype = dtypes.as_dtype(dtype)
-    if isinstance(x, IndexedSlices):
-        return IndexedSlices(cast(x.values, dtype), x.indices, x.dense_shape)
-    x = convert_to_tensor(x)
-    if x._value.dtype == dtype._np:
-        return x
-    return execute(_cast, (x,), {"DstT": dtype._np})
-
-
-@op("FillLike", same_dtype=False, shape=shape_rules.fill_like_shape, unknown_rank=True, differentiable=False,
-    batch=batching.ELEMENTWISE)
-def _fill_like(like, value, dtype):
-    if value == 0:
-        return np.zeros(np.shape(like), dtype)      # strings: empty ones (np.full would write "0")
-    return np.full(np.shape(like), value, dtype)
-
-
-def _filled_like(input, dtype, value):
-    x = input if type(input) is Tensor else convert_to_tensor(input)
-    np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    if value and np_dtype.kind == "T":
-        raise InvalidArgumentError(None, "OnesLike", "Value for attr 'T' of string is not in the list of allowed "
-                                   "values [Op:OnesLike]")
-    shape = x._value.shape
-    if shape is None or None in shape or (state.tapes and np_dtype == x._value.dtype):
-        # Filled when the graph runs (a graph tensor of unknown shape or rank), or recorded
-        # like TensorFlow's ZerosLike/OnesLike: a tape tracing `input` traces the result.
-        return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
-    return Tensor(np.full(shape, value, np_dtype) if value else np.zeros(shape, np_dtype))
-
-
-@tf_export("zeros_like")
-def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    """Zeros with the shape (and dtype, unless given) of `input`."""
-    return _filled_like(input, dtype, 0)
-
-
-_INT32_64 = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
-
-
-def _axes(axis, rank, op_type="Sum"):
-    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow
-    (for an unknown `rank`: None for all axes, else the ints as given)."""
-    if axis is None:
-        return None if rank is None else tuple(builtins.range(rank))
-    if isinstance(axis, Tensor):
-        if axis._value.dtype not in (np.int32, np.int64):
-            raise arguments.int_input_error(axis.dtype.name, "axis", op_type)
-        value = axis._value
-        if isinstance(axis, SymbolicTensor):            # graphs: the axes must be known while building
-            value = constant_value(axis)
-            if value is None:
-                raise ValueError(f"The reduction axes of {op_type} must be known while the graph is built "
-                                 f"(constants or values computed from static shapes), got {axis.name}.")
-        value = np.asarray(value)
-        if value.ndim > 1 and state.graphs:
-            raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
-        axis = value.reshape(-1).tolist()
-    elif isinstance(axis, (int, np.integer)):
-        axis = (axis,)
-    out = []
-    for a in axis:
-        if not isinstance(a, (int, np.integer)):
-            return _axes(_axes_value(axis, op_type), rank, op_type)
-        a = int(a)
-        if rank is None:
-            out.append(a)
-            continue
-        if not -rank <= a < rank:
-            raise shape_rules.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
-                                                 "dimension(s)")
-        a %= rank
-        if a in out:
-            raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
-                                       f"dimension: {a} [Op:{op_type}]")
-        out.append(a)
-    return tuple(out) if rank is None else tuple(sorted(out))
-
-
-def _axes_value(axis, op_type):
-    """A reduction `axis` list or array holding more than ints, converted as TensorFlow converts
-    its `reduction_indices` input (Note [typed index inputs]): the axes as a flat list of ints.
-
-    Raises:
-      TypeError: a tensor among the entries; in graphs, None or text among numbers, or
-        non-integers; eagerly a Python float.
-      ValueError: eagerly, None or text among numbers; a ragged list; in graphs, a rank above 1.
-      InvalidArgumentError: eagerly, floats, bools or text.
-    """
-    t = arguments.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
-    value = np.asarray(constant_value(t) if isinstance(t, SymbolicTensor) else t._value)
-    if value.ndim > 1 and state.graphs:
-        raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
-    return value.reshape(-1).tolist()
-
-
-def _expand_to_input(op, dy):
-    """The output gradient broadcast back to the input's shape (`dy` reshaped to kept dims first)."""
-    return reduction_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))
-
-
-@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR, half=half.in_float32)
-def _sum(x, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-
-
-@_sum.def_grad(reads_inputs=False)
-def _sum_grad(op, dy):
-    return _expand_to_input(op, dy)                     # each input element gets the sum's gradient
-
-
-@tf_export("math.reduce_sum", "reduce_sum")
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes when None; an int, a list or an int tensor; negative counts from the end).
-
-    Raises:
-      InvalidArgumentError: an axis is out of range or repeated, or the dtype is bool.
-
-    >>> import tapeflow as tf
-    >>> tf.reduce_sum(tf.ones([2, 3]), axis=1).numpy()
-    array([3., 3.], dtype=float32)
-    """
-    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
-    rank = x._value.ndim
-    axes = tuple(builtins.range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
-    return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
-
-
-def _query(query, x, out_type):
-    """A constant when the shape is known (also in graphs); else an op that reads it when the graph runs."""
-    x = _any_tensor(x)
-    dims = x._value.shape
-    if dims is not None and None not in dims:
-        return Tensor(np.asarray(dims if query is _shape else int(np.prod(dims, dtype=np.int64)), out_type))
-    return execute(query, (x,), {"out_type": out_type})
-
-
-def _conj_if_complex(t):
-    return _conj(t) if t._value.dtype in _COMPLEX_NP else t
-
-
-@unary_op("Conj", dtypes=dtypes.COMPLEX_TYPES)
-def _conj(x):
-    return np.conj(x)
-
-
-@_conj.def_grad(reads_inputs=False)
-def _conj_grad(op, dy):
-    return conj(dy)                                   # conj is its own adjoint
-
-
-@tf_export("math.conj")
-def conj(x, name=None):
-    """Complex conjugate; real tensors are returned unchanged.
-
-    Raises:
-      TypeError: `x` is not numeric.
-    """
-    x = x if type(x) is Tensor else convert_to_tensor(x)
-    kind = x._value.dtype.kind
-    if kind == "c":
-        return _conj(x)
-    if kind == "b":
-        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}.")
-    return x
-
-
-_COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
-
-
-def _transpose_shape(x, perm):
-    """Input dim perm[i] is output dim i."""
-    return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
-
-
-@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
-def _transpose(x, perm):
-    return np.transpose(x, perm)
-
-
-@_transpose.def_batch
-def _transpose_batch(xs, batched, perm):
-    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
-
-
-@_transpose.def_grad(reads_inputs=False)
-def _transpose_grad(op, dy):
-    return _transpose_op(_dense(dy), tuple(np.argsort(op.get_attr("perm")).tolist()))   # inverse permutation
-
-
-def _transpose_op(x, perm):
-    return execute(_transpose, (x,), {"perm": perm})
-
-
-@tf_export("transpose")
-def transpose(a, perm=None, conjugate=False, name="transpose"):
-    """Permutes the axes (reverses them when `perm` is None); conjugates if asked.
-
-    Raises:
-      InvalidArgumentError: `perm` is not a permutation of the axes.
-    """
-    x = convert_to_tensor(a)
-    rank_ = known_rank(x, "Transpose")
-    perm = tuple(builtins.range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
-    if len(perm) != rank_:
-        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
-                                        f"size {len(perm)}")
-    for p in perm:
-        if not -rank_ <= p < rank_:
-            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
-    perm = tuple(p % rank_ for p in perm)
-    missing = sorted(set(builtins.range(rank_)) - set(perm))
-    if missing:
-        raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
-                                   f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
-    out = _transpose_op(x, perm)
-    return conj(out) if conjugate else out
-
-
-_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-
-
-_RANGE_TYPES = frozenset(np.dtype(d._np) for d in (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
-                                                   dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint16,
-                                                   dtypes.uint32, dtypes.uint64))
-
-
-def _range_size(start, limit, delta):
-    """The length of a range; ValueError for a delta of 0 or pointing away from limit."""
-    if delta == 0:
-        raise ValueError(f"Requires delta != 0: {delta}")
-    if delta > 0 and start > limit:
-        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
-    if delta < 0 and start < limit:
-        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if start.dtype.kind in "iu":
-        span, step = abs(int(limit) - int(start)), abs(int(delta))
-        return (span + step - 1) // step
-    with np.errstate(all="ignore"):                   # in the range's own precision, as TensorFlow
-        return int(np.ceil(np.abs((limit - start) / delta)))
-
-
-def _range_shape(start, limit, delta):
-    """In graphs: the length is known when start, limit and delta are known while building."""
-    values = [constant_value(t) for t in (start, limit, delta)]
-    size = None if any(v is None for v in values) else _range_size(*values)
-    return [Meta((size,), start._value.dtype)]
-
-
-@op("Range", shape=_range_shape, shape_reads_inputs=True, differentiable=False)
-def _range(start, limit, delta):
-    n = _range_size(start, limit, delta)
-    if start.dtype.kind in "iu":
-        return (int(start) + np.arange(n, dtype=np.int64) * int(delta)).astype(start.dtype)
-    return start + np.arange(n).astype(start.dtype) * delta
-
-
-@tf_export("range")
-def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
-    """The sequence start, start + delta, ... up to but excluding `limit` (`builtins.range(n)` counts from 0).
-
-    Without `dtype`, Python ints give int32 and floats float32; tensors and
-    NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
-    float64 among the arguments wins.
-
-    Raises:
-      InvalidArgumentError: delta is 0, or points away from limit.
-
-    >>> import tapeflow as tf
-    >>> tf.range(1, 10, 3).numpy()
-    array([1, 4, 7], dtype=int32)
-    """
-    if limit is None:
-        start, limit = 0, start
-    want = None if dtype is None else dtypes.as_dtype(dtype)
-    # Python values become eager constants, so a range of them is a constant inside graphs too.
-    args = [a if isinstance(a, Tensor) or hasattr(a, "_as_tensor") else Tensor(_convert_python(a, want))
-            for a in (start, limit, delta)]
-    args = [convert_to_tensor(a) for a in args]
-    if want is None:
-        want = builtins.max((a.dtype for a in args),
-                            key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
-    if want._np not in _RANGE_TYPES:
-        raise InvalidArgumentError(None, "Range", f"Value for attr 'Tidx' of {want.name} is not in the list of "
-                                   "allowed values: bfloat16, half, float, double, int16, int32, int64, uint16, "
-                                   "uint32, uint64 [Op:Range]")
-    args = [cast(a, want) for a in args]
-    for what, a in zip(("start", "limit", "delta"), args, strict=True):
-        if a._value.ndim:
-            raise InvalidArgumentError(None, "Range", f"{what} must be a scalar, not shape "
-                                       f"{list(a._value.shape)} [Op:Range]")
-    return execute(_range, args, {})

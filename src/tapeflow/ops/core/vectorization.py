@@ -32,12 +32,11 @@ see only the stacked computation.
 import sys
 import warnings
 
-
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import execute, record
-from tapeflow.ops.core.batching import BatchedTensor, ELEMENTWISE, FamilyRule, NotBatchable, SAME_SHAPE
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE, BatchedTensor, FamilyRule, NotBatchable
 from tapeflow.ops.core.primitives import align_ranks, batch_size_of, broadcast_batch, stacked_all
 
 
