@@ -36,10 +36,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import basic_ops
-from tapeflow.ops.core import primitives
 
 # The class of the op error a Python exception raised by the function becomes (TensorFlow's).
 _ERROR_CLASSES = ((ValueError, InvalidArgumentError), (TypeError, InvalidArgumentError),

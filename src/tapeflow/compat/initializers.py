@@ -13,7 +13,7 @@ import math
 from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import constant
-from tapeflow.ops import array_ops, constructor_ops, decomposition_ops, linalg_ops, math_ops, random_ops
+from tapeflow.ops import constructor_ops, decomposition_ops, linalg_ops, random_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops import unary_ops
 

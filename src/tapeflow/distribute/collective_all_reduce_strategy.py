@@ -30,7 +30,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, join_ops
+from tapeflow.ops import join_ops
 from tapeflow.ops.core import primitives
 
 

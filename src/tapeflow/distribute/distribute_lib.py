@@ -29,7 +29,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, slicing_ops
+from tapeflow.ops import array_ops, math_ops, slicing_ops
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
 from tapeflow.ops.core import primitives
 from tapeflow.ops import join_ops

@@ -8,7 +8,7 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, reduction_ops
+from tapeflow.ops import array_ops, math_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 

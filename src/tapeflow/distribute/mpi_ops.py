@@ -40,7 +40,6 @@ from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core import primitives
 from tapeflow.ops.core import batching
-from tapeflow.ops.core import vectorization
 from tapeflow.framework.shapes import shape_rules
 
 

@@ -32,10 +32,9 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, operators
+from tapeflow.ops import array_ops, operators
 from tapeflow.ops.variable_creation import VariableAggregation, VariableSynchronization
 from tapeflow.ops.variables import Variable, _read_variable
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 

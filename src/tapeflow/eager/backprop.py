@@ -15,7 +15,6 @@ from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
 from tapeflow.eager import jacobians
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 _log = logging.getLogger("tapeflow")

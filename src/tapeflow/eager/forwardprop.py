@@ -36,7 +36,6 @@ from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
 from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
 from tapeflow.ops.variables import Variable
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 _log = logging.getLogger("tapeflow")

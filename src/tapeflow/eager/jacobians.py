@@ -16,7 +16,7 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import constructor_ops, math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients
 from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.variables import Variable

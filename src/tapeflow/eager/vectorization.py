@@ -12,9 +12,7 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops
 from tapeflow.ops.core.vectorization import vectorizing
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 

@@ -21,7 +21,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, is_static
 from tapeflow.ops.core.vectorization import vectorizing
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops import gradient_rules
 from tapeflow.framework.export import tf_export
 from tapeflow.ops.core import primitives

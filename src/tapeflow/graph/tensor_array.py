@@ -20,7 +20,6 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.ops import gradient_rules
-from tapeflow.ops import array_ops
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
 

@@ -30,7 +30,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph.scopes import control_dependencies
-from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
+from tapeflow.ops import array_ops, math_ops, reduction_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.mixed_precision.nonfinite import skip_log
 from tapeflow.ops.core import primitives

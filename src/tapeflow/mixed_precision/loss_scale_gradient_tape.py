@@ -39,7 +39,6 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.export import tf_export
 from tapeflow.ops.core import basic_ops
-from tapeflow.ops.core import primitives
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph import control_flow

@@ -41,7 +41,6 @@ replica's verdict, which lets another replica's inf reach the summed
 gradients; tapeflow's verdict covers all of them.)
 """
 from tapeflow.ops.core import basic_ops
-from tapeflow.ops.core import primitives
 
 import numpy as np
 

@@ -41,7 +41,6 @@ from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE
 from tapeflow.ops.core import basic_ops
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import join_ops, math_ops
-from tapeflow.ops.core import primitives
 
 _TRAINABLE = dtypes.TRAINABLE_NP
 

@@ -5,7 +5,6 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops import math_ops, unary_ops
 from tapeflow.optimizers.gradients import dense
 from tapeflow.optimizers.optimizer import Optimizer
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 

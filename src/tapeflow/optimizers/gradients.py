@@ -19,7 +19,7 @@ import warnings
 
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, reduction_ops, segment_ops, unary_ops
+from tapeflow.ops import math_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops

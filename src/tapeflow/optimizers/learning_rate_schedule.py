@@ -8,7 +8,6 @@ of the traced step and follows `iterations` at every call.
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import math_ops, unary_ops
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 

@@ -39,9 +39,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.core import basic_ops
-from tapeflow.ops.core import primitives
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar

@@ -2,10 +2,8 @@
 
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.ops import math_ops
 from tapeflow.optimizers.gradients import dense, scaled
 from tapeflow.optimizers.optimizer import Optimizer
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 

@@ -40,9 +40,8 @@ from tapeflow.graph.gradients import gradients_v1
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.ops.core import basic_ops
 from tapeflow.graph.session import group_ops, trainable_variables
-from tapeflow.ops import array_ops, scatter_ops, segment_ops
+from tapeflow.ops import scatter_ops
 from tapeflow.ops.variables import Variable
-from tapeflow.ops.core import primitives
 
 _VALID_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 

@@ -15,7 +15,6 @@ from tapeflow.graph.session import group_ops
 from tapeflow.ops import math_ops, scatter_ops, unary_ops
 from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
-from tapeflow.ops.core import primitives
 from tapeflow.ops.core import basic_ops
 
 cast = basic_ops.cast

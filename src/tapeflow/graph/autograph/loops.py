@@ -15,13 +15,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
 from tapeflow.graph.func_graph import FuncGraph
 from tapeflow.graph.autograph.operators import (
     Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
-from tapeflow.ops.core import primitives
 from tapeflow.ops import scatter_ops
 from tapeflow.ops.core import basic_ops
 

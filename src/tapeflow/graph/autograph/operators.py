@@ -22,7 +22,7 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
 from tapeflow.ops.core import primitives

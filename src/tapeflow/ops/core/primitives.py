@@ -25,9 +25,13 @@ output shape comes from the entries known while building
 (framework/shapes/known_values.py).  Its gradient returns None for the sizes
 input (and declares it among the inputs it reads when it needs the sizes).
 
-Only the framework and the op-free parts of the core are imported here; every
-op family imports this module (Note [the ops circle] in
-tests/test_import_structure.py tells how the circle it replaces was cut).
+Note [a closed core]: the group is closed, so nothing here imports an op family.
+Three rules are written to keep it so: stacked shapes are Packs of their entries,
+not ConcatV2s (so `prepend` needs the example's rank, and raises NotBatchable
+without it); the gradient of a reduction of an input of unknown rank keeps the
+reduced axes with the ReducedShape op; and `shape`, `range`, `cast`, `conj` and
+`zeros_like`, whose rules need nothing else, sit below in ops/core/basic_ops.py.
+A family that needs an op above the core uses it in its own rules only.
 """
 
 import builtins
@@ -37,24 +41,23 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.dtypes import NUMERIC_TYPES
-from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
+from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import LINEAR, _tf_name, convert_inputs, execute, op
+from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import (
-    cast_value, constant_value, pack_value, partial_value, shape_value, shape_vector, unpack_value,
+    constant_value, pack_value, partial_value, shape_vector, unpack_value,
 )
 from tapeflow.framework.shapes.shape_rules import merge_shapes
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, is_static, known_rank
-from tapeflow.framework.tensor import Tensor, _contains_tensor, _convert_python, convert_to_tensor
+from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
 from tapeflow.ops.core import arguments, batching, half
 from tapeflow.ops.core.arguments import (
-    _any_tensor, _int_input, _int_list, _known_count, _shape_error, _shape_str, int_input,
+    _int_input, _int_list, _known_count, _shape_error, _shape_str, int_input,
 )
 from tapeflow.ops.core.basic_ops import cast, conj, shape, zeros_like
 from tapeflow.ops.core.batching import NotBatchable, example_rank
-from tapeflow.ops.core.presets import reduction_op, unary_op
+from tapeflow.ops.core.presets import reduction_op
 
 # -- size inputs (Note [size inputs]) ---------------------------------------------------------
 
