@@ -27,7 +27,7 @@ from tapeflow.graph.executor import Plan
 from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.graph.gradients import gradients
 from tapeflow.graph.graph import infer_metas
-from tapeflow.graph.session import _placeholder
+from tapeflow.graph.graph import _placeholder
 from tapeflow.ops.core import primitives
 
 
