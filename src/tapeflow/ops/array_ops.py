@@ -25,7 +25,7 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core import batching, primitives
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
-from tapeflow.ops.core.arguments import _int_input, _shape_error, int_attr_list, int_input, typed_index
+from tapeflow.ops.core.arguments import _int_input, _shape_error, check_list_entries, int_attr_list, int_input, typed_index
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
 from tapeflow.ops.core import basic_ops
 
@@ -313,7 +313,6 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     try:
         given, indices = indices, convert_to_tensor(indices)
     except (ValueError, InvalidArgumentError):          # TF's class for a bad list (Note [typed index inputs])
-        from tapeflow.ops.core.arguments import check_list_entries
         if isinstance(indices, (list, tuple)):
             check_list_entries(indices)
         raise
