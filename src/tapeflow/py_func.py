@@ -36,8 +36,8 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import basic_ops
 
 # The class of the op error a Python exception raised by the function becomes (TensorFlow's).
 _ERROR_CLASSES = ((ValueError, InvalidArgumentError), (TypeError, InvalidArgumentError),
@@ -133,9 +133,9 @@ def _eager_py_func_grad(op, _, *dys):
         pairs = [(o, dy) for o, dy in zip(outs, dys, strict=True) if o.dtype.is_floating or o.dtype.is_complex]
         grads = tape.gradient([o for o, _ in pairs], [args[i] for i in wanted],
                               output_gradients=[dy for _, dy in pairs]) if pairs else [None] * len(wanted)
-        return [math_ops.zeros_like(args[i]) if g is None else g for i, g in zip(wanted, grads)]
+        return [basic_ops.zeros_like(args[i]) if g is None else g for i, g in zip(wanted, grads)]
 
-    dys = [math_ops.zeros_like(t) if dy is None else dy for t, dy in zip(op.outputs[1:], dys, strict=True)]
+    dys = [basic_ops.zeros_like(t) if dy is None else dy for t, dy in zip(op.outputs[1:], dys, strict=True)]
     grads = _call(gradient_of_run, [op.outputs[0]] + dys, [inputs[i].dtype for i in wanted], None)
     out = [None] * len(inputs)
     for i, g in zip(wanted, grads, strict=True):

@@ -413,3 +413,33 @@ def test_known_ranks_are_unchanged():
                     tf.nn.softmax(x), tf.shape(x), tf.squeeze(x)]
             return [o.shape.as_list() for o in outs]
     same(prog)
+
+
+@pytest.mark.parametrize("axes", [[0, -1], [1], [-2, 0]])
+def test_reduction_gradient_keeps_the_reduced_axes_of_an_input_of_unknown_rank(axes):
+    """The gradient of a reduction without keepdims puts the reduced axes back as size 1 when
+    the graph runs (the ReducedShape op), for axes counted from either end."""
+    tf = tapeflow
+
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.float32)])
+    def grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.square(tf.reduce_sum(x * x, axis=axes)))
+        return tape.gradient(y, x)
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 10
+
+    def expected(x):                    # d/dx sum(s^2), s = sum(x^2) over the axes: 2 s * 2 x
+        return 4 * x * np.sum(x * x, axis=tuple(axes), keepdims=True)
+
+    np.testing.assert_allclose(grad(tf.constant(x)).numpy(), expected(x), rtol=1e-5)
+
+
+def test_reduced_shape_op_vectorizes_over_shape_vectors():
+    """ReducedShape (the kept shape of a reduction's gradient) has a batching rule: one shape per example."""
+    from tapeflow.framework.op_def import execute
+    from tapeflow.ops.core.primitives import _reduced_shape
+    shapes = tapeflow.constant([[2, 3, 4], [5, 6, 7]])
+    kept = tapeflow.vectorized_map(lambda s: execute(_reduced_shape, [s], {"axes": (0, -1)}), shapes)
+    np.testing.assert_array_equal(kept.numpy(), [[1, 3, 1], [1, 6, 1]])

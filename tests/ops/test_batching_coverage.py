@@ -1,4 +1,4 @@
-"""Every registered op type has a batching rule (ops/vectorization.py), or a reason not to."""
+"""Every registered op type has a batching rule (ops/core/vectorization.py), or a reason not to."""
 
 import tapeflow  # noqa: F401  (registers every op)
 from tapeflow.framework import op_def
@@ -38,7 +38,7 @@ def test_every_op_type_has_a_batching_rule():
     missing = sorted(t for t, o in _own_ops().items() if o.batch_rule is None and t not in NO_BATCH_RULE)
     assert not missing, (f"op types without a batching rule: {missing}. Declare one next to the op "
                          "(`@op.def_batch`, or `batch=` in its declaration: Note [batching rules] in "
-                         "ops/vectorization.py), or list the op in NO_BATCH_RULE with the reason.")
+                         "ops/core/vectorization.py), or list the op in NO_BATCH_RULE with the reason.")
 
 
 def test_the_exceptions_are_real_ops_without_rules():

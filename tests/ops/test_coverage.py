@@ -22,9 +22,11 @@ COVERED_ELSEWHERE = {
     "NonFiniteReport": "tests/mixed_precision/test_nonfinite_report.py: the host op reporting a rejected round inside tf.function / TF1 sessions",
     "NoOp": "tests/graph/test_function_variables.py: TF1 variable initializers",
     "Const": "tests/graph: folded into plans, its kernel never runs",
-    "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing",
+    "Placeholder": "tests/graph: fed, its kernel only raises when a feed is missing (graph/graph.py)",
     "PlaceholderWithDefault": "tests/test_compat_v1.py: fed and defaulted in TF1 sessions, against TensorFlow",
     "Rank": "tests/graph/test_unknown_rank.py: tf.rank of a graph tensor of unknown rank (else a constant)",
+    "ReducedShape": "tests/graph/test_unknown_rank.py: gradients of reductions of an input of unknown rank, "
+                    "in tf.function and vectorized",
     "Assert": "tests/graph/test_autograph.py: a staged loop that must run once to define a variable (zero_iterations)",
     # String ops: no float inputs for a spec row to sample, nothing to differentiate.
     **{t: "tests/ops/test_string_ops.py: differential tests against TensorFlow, eager and in tf.function"

@@ -13,7 +13,9 @@ import math
 from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import constant
-from tapeflow.ops import array_ops, constructor_ops, decomposition_ops, linalg_ops, math_ops, random_ops
+from tapeflow.ops import constructor_ops, decomposition_ops, linalg_ops, random_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops import unary_ops
 
 
 def _float_dtype(dtype):
@@ -281,10 +283,10 @@ class Orthogonal(Initializer):
         rows, cols = math.prod(shape[:-1]), shape[-1]
         flat = (max(rows, cols), min(rows, cols))
         q, r = decomposition_ops.qr(random_ops.normal(flat, dtype=dtype, seed=self.seed), full_matrices=False)
-        q = q * math_ops.sign(linalg_ops.diag_part(r))[None, :]       # a uniform draw of Q
+        q = q * unary_ops.sign(linalg_ops.diag_part(r))[None, :]       # a uniform draw of Q
         if rows < cols:
-            q = array_ops.transpose(q)
-        return array_ops.reshape(self.gain * q, shape)
+            q = primitives.transpose(q)
+        return primitives.reshape(self.gain * q, shape)
 
     def get_config(self):
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}

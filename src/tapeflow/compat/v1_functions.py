@@ -17,6 +17,8 @@ from tapeflow.framework.tensor import convert_to_tensor, disable_tensor_equality
 from tapeflow.ops import array_ops, math_ops, nn_losses, nn_ops, random_ops
 from tapeflow.graph import control_flow
 from tapeflow.graph.default_graph import disable_eager_execution, enable_eager_execution
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 class _Switches:
@@ -201,7 +203,7 @@ def where(condition, x=None, y=None, name=None):
             _select_mismatch(cs if index == 0 else ys, xs, f"Input 0: {cs} != input {index}: {shape}" if index == 0
                              else f"Input 1: {xs} != input 2: {ys}")
     if rows:
-        condition = array_ops.reshape(condition, [-1] + [1] * (xs.rank - 1))
+        condition = primitives.reshape(condition, [-1] + [1] * (xs.rank - 1))
     return math_ops.where(condition, x, y, name=name)
 
 
@@ -214,7 +216,7 @@ def _select_mismatch(a, b, detail):
 
 def _caster(dtype):
     def cast(x, name="ToFloat"):
-        return math_ops.cast(x, dtype)
+        return basic_ops.cast(x, dtype)
     cast.__name__ = f"to_{dtype.name}"
     cast.__doc__ = (f"`tf.cast(x, tf.{dtype.name})` (TF1's `to_{dtype.name}`).\n\n    >>> import tapeflow as tf\n"
                     f"    >>> tf.compat.v1.to_{dtype.name}(tf.constant([1, 2])).dtype\n    tf.{dtype.name}\n")

@@ -30,7 +30,8 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, join_ops
+from tapeflow.ops import join_ops
+from tapeflow.ops.core import primitives
 
 
 @tf_export("distribute.experimental.CommunicationImplementation",
@@ -210,8 +211,8 @@ def _gather_along(tensor, axis, group):
     if axis == 0:
         return mpi_ops.all_gather([tensor], group)[0]
     order = [axis] + [d for d in range(rank) if d != axis]
-    moved = mpi_ops.all_gather([array_ops.transpose(tensor, order)], group)[0]
-    return array_ops.transpose(moved, list(np.argsort(order)))
+    moved = mpi_ops.all_gather([primitives.transpose(tensor, order)], group)[0]
+    return primitives.transpose(moved, list(np.argsort(order)))
 
 
 @tf_export("distribute.experimental.MultiWorkerMirroredStrategy")

@@ -29,8 +29,11 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops, reduction_ops, slicing_ops
+from tapeflow.ops import array_ops, math_ops, slicing_ops
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
+from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
+from tapeflow.ops.core import basic_ops
 
 
 # -- thread modes (Note [thread modes]) ----------------------------------------------------
@@ -336,17 +339,17 @@ class Strategy:
             for v in self._extended._local_results(value):
                 _check_axis(v, axis)
         if reduce_op is ReduceOp.SUM:
-            summed = values_lib.map_local(self._extended, lambda v: reduction_ops.reduce_sum(v, axis=axis), value)
+            summed = values_lib.map_local(self._extended, lambda v: primitives.reduce_sum(v, axis=axis), value)
             return self._extended._reduce(reduce_op, summed)
         if reduce_op is not ReduceOp.MEAN:
             raise TypeError(f"Expected `reduce_op` to be a `tf.distribute.ReduceOp`, not: {reduce_op!r}")
         if not isinstance(axis, (int, tuple, list)):
             raise TypeError(f"Expected `axis` to be an integer, tuple or list not: {axis!r}")
-        numer = values_lib.map_local(self._extended, lambda v: reduction_ops.reduce_sum(v, axis=axis), value)
+        numer = values_lib.map_local(self._extended, lambda v: primitives.reduce_sum(v, axis=axis), value)
         denom = values_lib.map_local(self._extended, lambda v: _element_count(v, axis), value)
         numer = self._extended._reduce(ReduceOp.SUM, numer)
         denom = self._extended._reduce(ReduceOp.SUM, denom)
-        return math_ops.truediv(numer, math_ops.cast(denom, numer.dtype))
+        return math_ops.truediv(numer, basic_ops.cast(denom, numer.dtype))
 
     def experimental_local_results(self, value):
         """The values of this worker's replicas in `value`, as a tuple (`(value,)` for a plain value)."""
@@ -369,7 +372,7 @@ class Strategy:
             raise NotImplementedError("gather does not support IndexedSlices")
         if not isinstance(value, values_lib.DistributedValues):
             return value
-        return array_ops.concat(list(self._extended._local_results(value)), axis)
+        return join_ops.concat(list(self._extended._local_results(value)), axis)
 
     def __copy__(self):
         raise RuntimeError("Must only deepcopy DistributionStrategy.")
@@ -389,12 +392,12 @@ def _element_count(v, axis):
     count = 1
     for a in (axis if isinstance(axis, (tuple, list)) else [axis]):
         if rank is None:
-            count = count * array_ops.shape(v, out_type=dtypes.int64)[a]
+            count = count * basic_ops.shape(v, out_type=dtypes.int64)[a]
             continue
         if not -rank <= a < rank:
             raise ValueError(f"`axis` = {a!r} out of range for `value` with rank {rank}")
         dim = v.shape[a]
-        count = count * (dim if dim is not None else array_ops.shape(v, out_type=dtypes.int64)[a])
+        count = count * (dim if dim is not None else basic_ops.shape(v, out_type=dtypes.int64)[a])
     return convert_to_tensor(count, dtype=dtypes.int64) if isinstance(count, int) else count
 
 
@@ -726,14 +729,14 @@ def _all_gather_with_gradient(ctx, axis, flat):
 
     def grad(*dys, variables=None):
         summed = ctx.all_reduce(ReduceOp.SUM, list(dys))
-        sizes = ctx.merge_call(gather, args=[array_ops.reshape(constructor_ops.shape(x)[axis], [1]) for x in xs],
+        sizes = ctx.merge_call(gather, args=[primitives.reshape(basic_ops.shape(x)[axis], [1]) for x in xs],
                                kwargs={"axis": 0})
         rid = ctx.replica_id_in_sync_group
         dxs = []
         for x, size, dy in zip(xs, sizes, summed):
-            start = reduction_ops.reduce_sum(size[:rid])      # the rows of the replicas before this one
+            start = primitives.reduce_sum(size[:rid])      # the rows of the replicas before this one
             begin = array_ops.one_hot(axis % x.shape.rank, x.shape.rank, dtype=start.dtype) * start
-            dxs.append(slicing_ops.slice(dy, begin, constructor_ops.shape(x)))
+            dxs.append(slicing_ops.slice(dy, begin, basic_ops.shape(x)))
         return dxs if variables is None else (dxs, [None] * len(variables))
 
     grad._variables_optional = True

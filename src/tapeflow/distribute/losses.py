@@ -8,7 +8,9 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, reduction_ops
+from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 @tf_export("nn.compute_average_loss")
 def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):
@@ -34,12 +36,12 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         raise ValueError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1. "
                          f"Received per_example_loss={loss} with rank 0")
     if sample_weight is not None:
-        loss = math_ops.cast(_weighted(loss, convert_to_tensor(sample_weight)), dtype)
+        loss = basic_ops.cast(_weighted(loss, convert_to_tensor(sample_weight)), dtype)
     if global_batch_size is None:
         if has_strategy() and in_cross_replica_context():
             raise RuntimeError("You are calling `compute_average_loss` in cross replica context, while it was "
                                "expected to be called in replica context.")
-        global_batch_size = array_ops.shape(loss)[0] * get_strategy().num_replicas_in_sync
+        global_batch_size = basic_ops.shape(loss)[0] * get_strategy().num_replicas_in_sync
     size = convert_to_tensor(global_batch_size)
     if size.shape.rank != 0:
         raise ValueError(f"global_batch_size must be scalar. Expected scalar shape, saw shape: {size.shape}.")
@@ -47,18 +49,18 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
         raise TypeError(f"global_batch_size must be an integer. Found: tensor of dtype {size.dtype.name}")
     if not isinstance(size, _Symbolic) and int(size) < 0:
         raise InvalidArgumentError(None, None, f"global_batch_size must be non-negative. Got {int(size)}.")
-    return math_ops.div_no_nan(reduction_ops.reduce_sum(loss), math_ops.cast(size, dtype))
+    return math_ops.div_no_nan(primitives.reduce_sum(loss), basic_ops.cast(size, dtype))
 
 
 def _weighted(loss, weight):
     """`loss * weight` in float32, a weight of one rank more or less squeezed or expanded (TF's rule)."""
-    loss, weight = math_ops.cast(loss, dtypes.float32), math_ops.cast(weight, dtypes.float32)
+    loss, weight = basic_ops.cast(loss, dtypes.float32), basic_ops.cast(weight, dtypes.float32)
     rank, weight_rank = loss.shape.rank, weight.shape.rank
     if rank is not None and weight_rank:
         if weight_rank - rank == 1:
             weight = array_ops.squeeze(weight, [-1])
         elif rank - weight_rank == 1:
-            weight = array_ops.expand_dims(weight, -1)
+            weight = primitives.expand_dims(weight, -1)
     return loss * weight
 
 
@@ -77,4 +79,4 @@ def scale_regularization_loss(regularization_loss):
     if has_strategy() and in_cross_replica_context():
         raise RuntimeError("You are calling `scale_regularization_loss` in cross replica context, while it was "
                            "expected to be called in replica context.")
-    return reduction_ops.reduce_sum(regularization_loss) / get_strategy().num_replicas_in_sync
+    return primitives.reduce_sum(regularization_loss) / get_strategy().num_replicas_in_sync

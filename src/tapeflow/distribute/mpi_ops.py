@@ -38,9 +38,8 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import LINEAR, execute, op
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import primitives
 from tapeflow.ops.core import batching
-from tapeflow.ops import grad_util
-from tapeflow.ops import vectorization
 from tapeflow.framework.shapes import shape_rules
 
 
@@ -166,7 +165,7 @@ def all_gather(tensors, group, names=None):
 def reduce_scatter(tensors, like, group, names=None):
     """The sum over the workers of each tensor, cut into blocks of rows as the tensors `like`
     (this worker's part of an all-gather) are: this worker's block."""
-    rows = [grad_util.shape_tensor(x, np.int64) for x in like]
+    rows = [primitives.shape_tensor(x, np.int64) for x in like]
     tensors = [convert_to_tensor(t) for t in tensors]
     names = _names(tensors, names)
     checked = False

@@ -32,9 +32,10 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, operators
+from tapeflow.ops import array_ops, operators
 from tapeflow.ops.variable_creation import VariableAggregation, VariableSynchronization
 from tapeflow.ops.variables import Variable, _read_variable
+from tapeflow.ops.core import basic_ops
 
 
 def map_plain(fn, structure):
@@ -363,7 +364,7 @@ class SyncOnReadVariable(DistributedVariable):
             if method == "assign" and self._aggregation is VariableAggregation.SUM:
                 # every replica (in every process) holds a share, so that a summed read gives `value`
                 replicas = self._distribute_strategy.num_replicas_in_sync
-                value = math_ops.cast(convert_to_tensor(value, dtype=self.dtype) / replicas, self.dtype)
+                value = basic_ops.cast(convert_to_tensor(value, dtype=self.dtype) / replicas, self.dtype)
             for v in self._values:
                 getattr(v, method)(value)
             return self.read_value() if read_value else None

@@ -15,6 +15,7 @@ from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
 from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
 from tapeflow.eager import jacobians
+from tapeflow.ops.core import basic_ops
 
 _log = logging.getLogger("tapeflow")
 
@@ -288,5 +289,5 @@ class GradientTape:
 def _zeros_like(source):
     shape = source._value.shape
     if shape is None or None in shape:      # a graph tensor of unknown shape (or rank): made when run
-        return math_ops.zeros_like(source)
+        return basic_ops.zeros_like(source)
     return Tensor(np.zeros(shape, source._value.dtype))

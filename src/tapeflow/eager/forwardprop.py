@@ -36,6 +36,7 @@ from tapeflow.ops import math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
 from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
 from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import basic_ops
 
 _log = logging.getLogger("tapeflow")
 _TRAINABLE = dtypes.TRAINABLE_NP
@@ -142,7 +143,7 @@ def _linear_jvp(op_, inputs, outputs, attrs, tangents):
         if t is not None:
             args.append(t)
         elif x._value.dtype in _TRAINABLE:
-            args.append(math_ops.zeros_like(x.value() if isinstance(x, Variable) else x))
+            args.append(basic_ops.zeros_like(x.value() if isinstance(x, Variable) else x))
         else:
             args.append(x)
     out = execute(op_, args, attrs)
@@ -226,7 +227,7 @@ class ForwardAccumulator:
         def fetch(t):
             tangent = self._acc._tensor_tape.get(t._id)
             if tangent is None and unconnected is UnconnectedGradients.ZERO:
-                return math_ops.zeros_like(t.value() if isinstance(t, Variable) else t)
+                return basic_ops.zeros_like(t.value() if isinstance(t, Variable) else t)
             return tangent
         return nest.map_structure(fetch, primals)
 

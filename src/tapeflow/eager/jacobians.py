@@ -1,7 +1,7 @@
 """Full and batch Jacobians from a tape.
 
 Note [vectorized Jacobians]: with `experimental_use_pfor=True` (the default)
-the backprop runs once, seeded with a batched output gradient (ops/vectorization.py)
+the backprop runs once, seeded with a batched output gradient (ops/core/vectorization.py)
 whose examples are the rows of the identity: each gradient rule then runs
 once on all rows through the batching rules of the ops it uses, and the
 stacked source gradients are the Jacobian.  With `experimental_use_pfor=False`
@@ -16,10 +16,13 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import constructor_ops, math_ops
 from tapeflow.ops.gradient_rules import UnconnectedGradients
-from tapeflow.ops.vectorization import vectorizing
+from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import primitives
+from tapeflow.ops import join_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _rows(tape, target, sources, seeds):
@@ -40,7 +43,7 @@ def _assemble(rows, source, shape, unconnected, axis=0):
         return Tensor(np.zeros(shape, source._value.dtype))
     zeros = Tensor(np.zeros(source._value.shape, source._value.dtype))
     rows = [zeros if r is None else r for r in rows]
-    return array_ops.reshape(array_ops.stack(rows, axis=axis), shape)
+    return primitives.reshape(primitives.stack(rows, axis=axis), shape)
 
 
 def _one_hot_seeds(rows, cols, dtype, shape):
@@ -105,18 +108,18 @@ def jacobian(tape, target, sources, unconnected, use_pfor=True):
 def _dynamic_jacobian(tape, target, sources, unconnected):
     """The vectorized Jacobian of a graph target whose shape is known only when the graph
     runs: the identity seed and the result shapes are computed in the graph."""
-    n = array_ops.size(target)
-    steps = constructor_ops.range(n)
-    eye = math_ops.cast(math_ops.equal(array_ops.expand_dims(steps, 1), array_ops.expand_dims(steps, 0)),
+    n = constructor_ops.size(target)
+    steps = basic_ops.range(n)
+    eye = basic_ops.cast(math_ops.equal(primitives.expand_dims(steps, 1), primitives.expand_dims(steps, 0)),
                         target.dtype)
-    seed = array_ops.reshape(eye, array_ops.concat([array_ops.reshape(n, [1]), array_ops.shape(target)], 0))
+    seed = primitives.reshape(eye, join_ops.concat([primitives.reshape(n, [1]), basic_ops.shape(target)], 0))
     out = []
     for g, s in zip(_stacked_rows(tape, target, sources, seed, n), sources, strict=True):
-        shape = array_ops.concat([array_ops.shape(target), array_ops.shape(s)], 0)
+        shape = join_ops.concat([basic_ops.shape(target), basic_ops.shape(s)], 0)
         if g is None:
-            out.append(None if unconnected is UnconnectedGradients.NONE else array_ops.zeros(shape, s.dtype))
+            out.append(None if unconnected is UnconnectedGradients.NONE else constructor_ops.zeros(shape, s.dtype))
         else:
-            out.append(array_ops.reshape(g, shape))
+            out.append(primitives.reshape(g, shape))
     return out
 
 
@@ -126,7 +129,7 @@ def _assemble_stacked(g, source, shape, unconnected):
         if unconnected is UnconnectedGradients.NONE:
             return None
         return Tensor(np.zeros(shape, source._value.dtype))
-    return array_ops.reshape(g, shape)
+    return primitives.reshape(g, shape)
 
 
 def batch_jacobian(tape, target, source, unconnected, use_pfor=True):
@@ -166,5 +169,5 @@ def _batch_jacobian_pfor(tape, target, source, unconnected, n):
     out_shape = (batch,) + tuple(tshape[1:]) + tuple(sshape[1:])
     if g is None:
         return Tensor(np.zeros(out_shape, dtype))      # as TensorFlow: zeros whatever `unconnected` says
-    rows = array_ops.reshape(g, (n, batch, -1))       # [inner target, batch, inner source]
-    return array_ops.reshape(array_ops.transpose(rows, (1, 0, 2)), out_shape)
+    rows = primitives.reshape(g, (n, batch, -1))       # [inner target, batch, inner source]
+    return primitives.reshape(primitives.transpose(rows, (1, 0, 2)), out_shape)

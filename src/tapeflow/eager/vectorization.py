@@ -1,7 +1,7 @@
 """`tf.vectorized_map`: a function of one example run once on a whole batch.
 
 The function is called once with batched tensors standing for one example
-each (ops/vectorization.py); every op it runs is rewritten by its batching rule, so
+each (ops/core/vectorization.py); every op it runs is rewritten by its batching rule, so
 the whole batch goes through each kernel in one call.  Eagerly this needs no
 tracing, and inside a graph the rewritten ops are graph ops.
 """
@@ -12,8 +12,8 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops
-from tapeflow.ops.vectorization import vectorizing
+from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("vectorized_map")
@@ -74,7 +74,7 @@ def _batch_size(flat):
         raise ValueError(f"The tensors in `elems` disagree on the batch size (first dimension): {sorted(known)}.")
     if known and None not in sizes:
         return known.pop()
-    return array_ops.shape(flat[0])[0]
+    return basic_ops.shape(flat[0])[0]
 
 
 class _fallback_policy:

@@ -28,7 +28,7 @@ class _State(threading.local):
         self.graphs = [process_graph.graph] if process_graph.eager_disabled else []
         self.scopes = {}       # scoped settings (strategy, name scope, ...)
         self.variable_watchers = []   # custom_gradient's watchers of variable reads
-        self.vmaps = []        # active vectorizations, innermost last (ops/vectorization.py)
+        self.vmaps = []        # active vectorizations, innermost last (ops/core/vectorization.py)
         self.device = None     # the eager device scope in effect, None outside any (framework/device.py)
         self.graph_devices = {}     # graph -> its device scopes in this thread (Note [graph device scopes])
         self.strategies = []   # tf.distribute thread modes, innermost last (distribute/distribute_lib.py)

@@ -89,7 +89,7 @@ _PENDING = {}    # gradients registered for op types not defined yet
 #                   attrs, tangents) -> output tangents`, or None to derive it
 #                   from the gradient rule (Note [JVP by double transpose] in eager/forwardprop.py).
 #   batch_rule      the vectorization rule: ELEMENTWISE, a rule, or None to run the op once per
-#                   example (Note [batching rules] in ops/vectorization.py).
+#                   example (Note [batching rules] in ops/core/vectorization.py).
 
 ALL = True      # `grad_reads_inputs=ALL`: the gradient reads every input
 
@@ -196,7 +196,7 @@ class Op:
 
     def def_batch(self, fn):
         """Declares the batching rule of this op (decorator; Note [batching rules] in
-        ops/vectorization.py)."""
+        ops/core/vectorization.py)."""
         self.batch_rule = fn
         return fn
 
@@ -366,7 +366,7 @@ def execute(op_, inputs, attrs):
 
     This is the only path by which tensors are made from other tensors.
     """
-    if state.vmaps:                  # inside a vectorized function (ops/vectorization.py)
+    if state.vmaps:                  # inside a vectorized function (ops/core/vectorization.py)
         for t in inputs:
             if t._is_batched:
                 return state.vmaps[-1].apply(op_, inputs, attrs)
@@ -513,7 +513,7 @@ def _graph_op(op_, inputs, attrs, metas=None):
 def build_with_metas(op_, inputs, attrs, metas):
     """Adds `op_` to the graph being built with the output Metas its caller worked
     out (control-flow ops, from their traced functions), and records it on tapes."""
-    if state.vmaps:                  # inside a vectorized function (ops/vectorization.py)
+    if state.vmaps:                  # inside a vectorized function (ops/core/vectorization.py)
         for t in inputs:
             if t._is_batched:
                 return state.vmaps[-1].apply(op_, inputs, attrs)

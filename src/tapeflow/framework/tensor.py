@@ -33,7 +33,7 @@ class Tensor:
 
     _is_variable = False        # see Variable
     _is_symbolic = False        # see SymbolicTensor
-    _is_batched = False         # see ops/vectorization.py
+    _is_batched = False         # see ops/core/vectorization.py
     __array_priority__ = 100
 
     def __init__(self, value):

@@ -19,15 +19,16 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import grad_util, random_ops
-from tapeflow.ops import vectorization
+from tapeflow.ops import random_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import function_type
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.graph.gradients import gradients
 from tapeflow.graph.graph import infer_metas
-from tapeflow.graph.session import _placeholder
+from tapeflow.graph.graph import _placeholder
+from tapeflow.ops.core import primitives
 
 
 # -- the call op ------------------------------------------------------------------
@@ -105,7 +106,7 @@ def _call_grad(op, *dys):
     backward = f._backward_function(keep_slices=True)
     outputs = f._flat_tensor_outputs
     # zeros like the call's own outputs: the body's may have dims unknown when traced
-    dys = [grad_util.zeros_of(t) if g is None else convert_to_tensor(g)
+    dys = [primitives.zeros_of(t) if g is None else convert_to_tensor(g)
            for g, t in zip(dys, op.outputs[:len(outputs)])]
     trainable = [i for i, t in enumerate(outputs) if t._value.dtype in dtypes.TRAINABLE_NP]
     n_inputs = len(f.inputs)        # the call's inputs: arguments, captures, [fed values,] variables
@@ -119,7 +120,7 @@ def _call_grad(op, *dys):
 
 @_call.def_batch
 def _call_batch(xs, batched, f, fed=False, export=False):
-    # Note [functions in vectorized code] in ops/vectorization.py: a call of f on batched values
+    # Note [functions in vectorized code] in ops/core/vectorization.py: a call of f on batched values
     # is a call of f's body vectorized, traced once per batched pattern and shapes
     n = len(xs) - len(f.graph.variables)                # the variables come last, never batched
     args, flags = xs[:n], tuple(batched[:n])
@@ -355,7 +356,7 @@ def inline(function, inputs, mapping):
 def run_body(function, inputs, side_values=None, export=False):
     """`function`'s body run op by op on `inputs` in the graph being built, the ops meeting
     batched values through their batching rules (Note [functions in vectorized code] in
-    ops/vectorization.py); `side_values` feed its side tensors, `export` returns them too."""
+    ops/core/vectorization.py); `side_values` feed its side tensors, `export` returns them too."""
     graph = state.graphs[-1]
     mapping = {p._id: t for p, t in zip(function.inputs, inputs, strict=True)}
     if side_values is not None:

@@ -20,13 +20,15 @@ from tapeflow.framework.op_def import ALL, build_with_metas, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import array_ops, gradient_rules, math_ops, scatter_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
+from tapeflow.ops import gradient_rules, math_ops, scatter_ops
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.variables import Variable
 from tapeflow.graph.concrete_function import ConcreteFunction, run_body
 from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.ops.core import batching
+from tapeflow.ops.core import primitives
+from tapeflow.ops import reduction_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _trainable(t):
@@ -81,7 +83,7 @@ def _add(a, b):
 
 def _build(op_, inputs, attrs, metas):
     """Adds a control-flow op to the graph; on batched inputs, its batching rule runs instead
-    (Note [functions in vectorized code] in ops/vectorization.py)."""
+    (Note [functions in vectorized code] in ops/core/vectorization.py)."""
     if state.vmaps and any(t._is_batched for t in inputs):
         return state.vmaps[-1].apply(op_, inputs, attrs)
     return build_with_metas(op_, inputs, attrs, metas)
@@ -114,7 +116,7 @@ def _if_grad(op, *dys):
     variables = op.inputs[1 + len(captured):]
     then_f, else_f = op.get_attr("then_f"), op.get_attr("else_f")
     outputs = op.outputs
-    dys = [math_ops.zeros_like(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
+    dys = [basic_ops.zeros_like(t) if g is None else convert_to_tensor(g) for g, t in zip(dys, outputs)]
     branches = []
     for f, positions in ((then_f, op.get_attr("then_caps")), (else_f, op.get_attr("else_caps"))):
         branches.append(_branch_grads(f, positions, captured, variables, dys))
@@ -156,7 +158,7 @@ def _branch_grads(f, positions, captured, variables, dys):
         local = reach[i]
         target = captured[i] if i < n_caps else variables[i - n_caps]
         g = None if local is None else cache["grads"][local]
-        return math_ops.zeros_like(target.value() if isinstance(target, Variable) else target) if g is None else convert_to_tensor(g)
+        return basic_ops.zeros_like(target.value() if isinstance(target, Variable) else target) if g is None else convert_to_tensor(g)
     return grad, reach
 
 
@@ -249,30 +251,30 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
     def branch(f, positions, rows=None, traced=False):
         def run():
             caps, used = [captured[p] for p in positions], [flags[p] for p in positions]
-            count = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+            count = primitives.batch_size_of(next(x for x, b in zip(xs, batched) if b))
             if traced:                                  # traced by cond: capture what it uses
                 caps = _own(caps)
             elif rows is not None:                      # only the examples in `rows`
                 caps = [scatter_ops.gather(c, rows) if b else c for c, b in zip(caps, used)]
-                count = array_ops.shape(rows)[0]
+                count = basic_ops.shape(rows)[0]
             outs, out_batched = vectorization.run_vectorized(lambda args: run_body(f, args), caps, used)
-            return [o if b else vectorization.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+            return [o if b else primitives.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
         return run
 
     if not batched[0]:
         return tuple(cond(pred, branch(then_f, then_caps, traced=True), branch(else_f, else_caps, traced=True))), True
     if any(x._is_batched for x in xs):                 # Note [nested vectorized control flow]
-        return tuple(math_ops.where(*vectorization.align_ranks([pred, a, b], (True, True, True)))
+        return tuple(math_ops.where(*primitives.align_ranks([pred, a, b], (True, True, True)))
                      for a, b in zip(branch(then_f, then_caps)(), branch(else_f, else_caps)())), True
-    taken, other = array_ops.where_indices(pred), array_ops.where_indices(math_ops.logical_not(pred))
-    a = branch(then_f, then_caps, array_ops.reshape(taken, [-1]))()
-    b = branch(else_f, else_caps, array_ops.reshape(other, [-1]))()
-    size = vectorization.batch_size_of(pred)
+    taken, other = math_ops.where_indices(pred), math_ops.where_indices(math_ops.logical_not(pred))
+    a = branch(then_f, then_caps, primitives.reshape(taken, [-1]))()
+    b = branch(else_f, else_caps, primitives.reshape(other, [-1]))()
+    size = primitives.batch_size_of(pred)
     out = []
     for x, y in zip(a, b):
-        dims = [size] + size_inputs.dims_of(x)[1:]
-        shape = tuple(dims) if all(isinstance(d, int) for d in dims) else array_ops.stack(
-            [math_ops.cast(d, dtypes.int32) for d in dims])
+        dims = [size] + primitives.dims_of(x)[1:]
+        shape = tuple(dims) if all(isinstance(d, int) for d in dims) else primitives.stack(
+            [basic_ops.cast(d, dtypes.int32) for d in dims])
         out.append(scatter_ops.tensor_scatter_nd_update(scatter_ops.scatter_nd(taken, x, shape), other, y))
     return tuple(out), True
 
@@ -387,7 +389,7 @@ def _any_example(going):
     """Whether a batched predicate holds for some example (eagerly)."""
     while going._is_batched:
         going = going._stacked
-    return bool(math_ops.reduce_any(going))
+    return bool(reduction_ops.reduce_any(going))
 
 
 def _graph_loop(cond, body, packed, single, flat, shape_invariants, back_prop, maximum_iterations, raw=False):
@@ -475,7 +477,7 @@ class _VectorizedLoop:
         self.cond_caps, self.body_caps = cond_caps, body_caps
         self.loop_vars, self.entering = list(xs[1:1 + n]), list(batched[1:1 + n])
         self.captured, self.cap_flags = xs[1 + n:1 + n + n_caps], list(batched[1 + n:1 + n + n_caps])
-        self.size = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        self.size = primitives.batch_size_of(next(x for x, b in zip(xs, batched) if b))
         self.static = self.size if isinstance(self.size, int) else None
         self.nested = any(x._is_batched for x in xs)     # batched at an outer level too
         self.flags = self._differing()
@@ -522,7 +524,7 @@ class _VectorizedLoop:
         """The original op's outputs: loop variables, [histories,] iteration count."""
         n, histories = self.n, ()
         if keep_history:                                # [steps, B, ...] -> each example's [steps, ...]
-            histories = tuple(array_ops.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))) if f else h
+            histories = tuple(primitives.transpose(h, (1, 0) + tuple(range(2, h._value.ndim))) if f else h
                               for h, f in zip(outs[len(outs) // 2:len(outs) // 2 + n], flags))
         return (tuple(outs[:n]) + histories + (count,),
                 tuple(flags[:n]) + (tuple(flags[:n]) if keep_history else ()) + (count_batched,))
@@ -533,9 +535,9 @@ class _VectorizedLoop:
 
         def body(*vs):
             outs, out_batched = self.run(self.body, vs, flags)
-            return [vectorization.broadcast_batch(o, self.size) if f and not b else o
+            return [primitives.broadcast_batch(o, self.size) if f and not b else o
                     for o, b, f in zip(outs, out_batched, flags)]
-        start = [vectorization.broadcast_batch(v, self.size) if f and not b else v
+        start = [primitives.broadcast_batch(v, self.size) if f and not b else v
                  for v, f, b in zip(self.loop_vars, flags, self.entering)]
         outs = self._loop(lambda *vs: self.run(self.going, vs, flags)[0][0], body, start, flags, keep_history)
         return self._result(outs, flags, keep_history, outs[-1], False)
@@ -552,28 +554,28 @@ class _VectorizedLoop:
             vs, active, counts = carry[:n], carry[n], carry[n + 1]
             if self.nested:                             # Note [nested vectorized control flow]
                 still, *new = _all_stacked(*self.run(step, vs, every), size)
-                vs = [math_ops.where(*vectorization.align_ranks([active, u, v], (True, True, True)))
+                vs = [math_ops.where(*primitives.align_ranks([active, u, v], (True, True, True)))
                       for u, v in zip(new, vs)]
-                return vs + [math_ops.logical_and(active, still), counts + math_ops.cast(active, dtypes.int32)]
-            rows = array_ops.where_indices(active)                   # [k, 1]: the examples still going
-            at = array_ops.reshape(rows, [-1])
+                return vs + [math_ops.logical_and(active, still), counts + basic_ops.cast(active, dtypes.int32)]
+            rows = math_ops.where_indices(active)                   # [k, 1]: the examples still going
+            at = primitives.reshape(rows, [-1])
             caps = [scatter_ops.gather(c, at) if f else c for c, f in zip(_own(self.captured), self.cap_flags)]
             outs, out_batched = self.run(step, [scatter_ops.gather(v, at) for v in vs], every, caps)
-            still, *new = _all_stacked(outs, out_batched, array_ops.shape(at)[0])
+            still, *new = _all_stacked(outs, out_batched, basic_ops.shape(at)[0])
             vs = [scatter_ops.tensor_scatter_nd_update(v, rows, u) for v, u in zip(vs, new)]
-            active = scatter_ops.tensor_scatter_nd_update(math_ops.zeros_like(active), rows, still)
-            return vs + [active, counts + math_ops.cast(carry[n], dtypes.int32)]
+            active = scatter_ops.tensor_scatter_nd_update(basic_ops.zeros_like(active), rows, still)
+            return vs + [active, counts + basic_ops.cast(carry[n], dtypes.int32)]
 
-        stacked = vectorization.stacked_all(self.loop_vars, self.entering, size)
+        stacked = primitives.stacked_all(self.loop_vars, self.entering, size)
         (active,) = _all_stacked(*self.run(self.going, stacked, every), size)
-        counts = vectorization.broadcast_batch(Tensor(np.int32(0)), size)
-        outs = self._loop(lambda *carry: math_ops.reduce_any(carry[n]), body, stacked + [active, counts],
+        counts = primitives.broadcast_batch(Tensor(np.int32(0)), size)
+        outs = self._loop(lambda *carry: reduction_ops.reduce_any(carry[n]), body, stacked + [active, counts],
                           every, keep_history)
         return self._result(outs, every, keep_history, outs[n + 1], True)
 
 
 def _all_stacked(outs, out_batched, count):
-    return [o if b else vectorization.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
+    return [o if b else primitives.broadcast_batch(o, count) for o, b in zip(outs, out_batched)]
 
 
 def _stacked_shape(size, shape):
@@ -609,15 +611,15 @@ def _while_grad(op, *dys):
         dv = list(carry[:len(trainable)])
         acc_c = list(carry[len(trainable):len(trainable) + len(cap_trainable)])
         acc_v = list(carry[len(trainable) + len(cap_trainable):])
-        x_i = [array_ops.gather(history[k], i) for k in range(n)]
+        x_i = [scatter_ops.gather(history[k], i) for k in range(n)]
         flat = iter(backward._call_flat(x_i + [captured[p] for p in body_caps] + dv))
         grads = [next(flat) if m else None for m in mask]
         new_dv = []
         for t, k in enumerate(trainable):
             g = grads[k]
-            g = math_ops.zeros_like(dv[t]) if g is None else convert_to_tensor(g)
+            g = basic_ops.zeros_like(dv[t]) if g is None else convert_to_tensor(g)
             if k in d_hist:
-                g = _add(g, array_ops.gather(d_hist[k], i))
+                g = _add(g, scatter_ops.gather(d_hist[k], i))
             new_dv.append(g)
         for local, p in enumerate(body_caps):
             g = grads[n + local]
@@ -630,9 +632,9 @@ def _while_grad(op, *dys):
                 acc_v[k] = _add(acc_v[k], convert_to_tensor(grads[n_body + local]))
         return [i - 1] + new_dv + acc_c + acc_v
 
-    dv0 = [math_ops.zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]
-    acc_c0 = [math_ops.zeros_like(captured[j]) for j in cap_trainable]
-    acc_v0 = [math_ops.zeros_like(v.value()) for v in variables]
+    dv0 = [basic_ops.zeros_like(loop_inputs[k]) if d_final[k] is None else convert_to_tensor(d_final[k]) for k in trainable]
+    acc_c0 = [basic_ops.zeros_like(captured[j]) for j in cap_trainable]
+    acc_v0 = [basic_ops.zeros_like(v.value()) for v in variables]
     result = while_loop(lambda i, *_: i >= 0, step, [count - 1] + dv0 + acc_c0 + acc_v0)
     carry = result[1:]
     grads = [None] * (1 + n + n_caps + len(variables))

@@ -12,7 +12,7 @@ from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, con
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.ops.variables import Variable
 from tapeflow.graph.graph import Graph
-from tapeflow.graph.session import _placeholder
+from tapeflow.graph.graph import _placeholder
 
 
 class FuncGraph(Graph):

@@ -27,7 +27,7 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_spec import TensorSpec
-from tapeflow.ops import vectorization
+from tapeflow.ops.core import vectorization
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import function_type
 from tapeflow.graph.autograph import conversion

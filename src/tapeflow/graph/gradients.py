@@ -20,10 +20,11 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops.variables import Variable
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, is_static
-from tapeflow.ops.vectorization import vectorizing
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops import math_ops
 from tapeflow.ops import gradient_rules
 from tapeflow.framework.export import tf_export
+from tapeflow.ops.core import primitives
 
 
 @tf_export("AggregationMethod")
@@ -298,7 +299,7 @@ def _hessian(x, gradient):
         hv = gradients(gradient, x, grad_ys=level.batch(eye))[0]
         rows = gradient_rules.zeros((n,) + shape, x._value.dtype) if hv is None else level.unbatch(
             convert_to_tensor(hv))
-    return array_ops.reshape(rows, shape + shape)
+    return primitives.reshape(rows, shape + shape)
 
 
 @tf_export("hessians", names_op=False)

@@ -14,12 +14,22 @@ kernel runs while a graph is built.
 import contextlib
 import re
 
+from tapeflow.framework import dtypes as _dtypes, op_def
 from tapeflow.framework.context import default_session, state
 from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, const, unknown_rank_error
 from tapeflow.framework.tensor import _next_id
+from tapeflow.framework.tensor_shape import TensorShape
+
+
+# A graph input: TF1 placeholders (graph/session.py) and the arguments and captures of traced
+# functions (graph/func_graph.py).  It is fed; its kernel runs only when a feed is missing.
+@op_def.op("Placeholder", same_dtype=False)
+def _placeholder(dtype, shape, name):
+    raise ValueError(f"You must feed a value for placeholder tensor '{name}' with dtype "
+                     f"{_dtypes.from_numpy(dtype).name} and shape {TensorShape(shape)}")
 
 
 class Operation:
@@ -288,4 +298,3 @@ class Graph:
 
     def finalize(self):
         pass
-

@@ -11,24 +11,17 @@ import re
 
 import numpy as np
 
-from tapeflow.framework import dtypes as _dtypes
-from tapeflow.framework import nest
+from tapeflow.framework import dtypes as _dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable, _UnreadVariable, graph_variables
 from tapeflow.graph.default_graph import get_default_graph
 from tapeflow.graph.executor import Plan
-from tapeflow.graph.graph import Operation
-
-
-@op("Placeholder", same_dtype=False)
-def _placeholder(dtype, shape, name):
-    raise ValueError(f"You must feed a value for placeholder tensor '{name}' with dtype "
-                     f"{_dtypes.from_numpy(dtype).name} and shape {TensorShape(shape)}")
+from tapeflow.graph.graph import Operation, _placeholder
+from tapeflow.ops.variables import Variable, _UnreadVariable, graph_variables
 
 
 @tf_export("compat.v1.placeholder", names_op=False)
@@ -111,8 +104,6 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002
 @op("NoOp", same_dtype=False, num_outputs=-1, shape=lambda **attrs: [], differentiable=False)
 def _no_op():
     return ()
-
-
 
 
 def group_ops(ops, name):

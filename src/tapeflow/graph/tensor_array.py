@@ -20,7 +20,8 @@ from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.ops import gradient_rules
-from tapeflow.ops import array_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops import scatter_ops
 
 
 def _list_shape(*metas, **attrs):
@@ -200,7 +201,7 @@ def _scatter_grad(op, dflow):
 
 
 def _index_at(indices, i):
-    return array_ops.gather(array_ops.reshape(indices, (-1,)), i)
+    return scatter_ops.gather(primitives.reshape(indices, (-1,)), i)
 
 
 @gradient_rules.register_variant_sum
@@ -344,7 +345,7 @@ class TensorArray:
         element = TensorShape(value._value.shape[1:])
         if self._flow is None:
             ta = TensorArray(self._dtype, dynamic_size=self._dynamic, element_shape=element)
-            ta._items = list(array_ops.unstack(value)) if value._value.shape[0] else []
+            ta._items = list(primitives.unstack(value)) if value._value.shape[0] else []
             return ta
         return self._like(execute(_from_tensor, (value,), {}), element)
 
@@ -353,7 +354,7 @@ class TensorArray:
         element = TensorShape(value._value.shape[1:])
         if self._flow is None:
             ta = self
-            rows = array_ops.unstack(value) if value._value.shape[0] else []
+            rows = primitives.unstack(value) if value._value.shape[0] else []
             for i, row in zip(np.asarray(convert_to_tensor(indices)._value).reshape(-1), rows):
                 ta = ta.write(int(i), row)
             return ta
@@ -377,7 +378,7 @@ class TensorArray:
         if self._flow is None:
             if not self._items:
                 return Tensor(np.zeros((0,) + self._shape_for_zeros(), self._dtype._np))
-            return array_ops.stack([self.read(i) for i in range(len(self._items))])
+            return primitives.stack([self.read(i) for i in range(len(self._items))])
         return execute(_stack, (self._flow,), {"dtype": self._dtype._np, "element_shape": self._shape_for_zeros()})
 
     def gather(self, indices, name=None):
@@ -385,14 +386,14 @@ class TensorArray:
             idx = np.asarray(convert_to_tensor(indices)._value).reshape(-1)
             if not len(idx):
                 return Tensor(np.zeros((0,) + self._shape_for_zeros(), self._dtype._np))
-            return array_ops.stack([self.read(int(i)) for i in idx])
+            return primitives.stack([self.read(int(i)) for i in idx])
         return execute(_gather, (self._flow, convert_to_tensor(indices, dtype=dtypes.int32)),
                        {"dtype": self._dtype._np, "element_shape": self._shape_for_zeros()})
 
     def concat(self, name=None):
         stacked = self.stack()
         shape = stacked._value.shape
-        return array_ops.reshape(stacked, (-1,) + tuple(shape[2:]) if None not in shape[2:] else (-1,))
+        return primitives.reshape(stacked, (-1,) + tuple(shape[2:]) if None not in shape[2:] else (-1,))
 
     def size(self, name=None):
         if self._flow is None:

@@ -30,9 +30,11 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph.scopes import control_dependencies
-from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
+from tapeflow.ops import array_ops, math_ops, reduction_ops, unary_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.mixed_precision.nonfinite import skip_log
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("mixed_precision.experimental.LossScale", "mixed_precision.LossScale")
@@ -127,7 +129,7 @@ def _all_finite(grads):
     flags = [reduction_ops.reduce_all(unary_ops.is_finite(v)) for v in values]
     if not flags:
         return convert_to_tensor(True)
-    return reduction_ops.reduce_all(join_ops.stack(flags))
+    return reduction_ops.reduce_all(primitives.stack(flags))
 
 
 def _finite_everywhere(grads):
@@ -153,7 +155,7 @@ def finite_on_every_replica(strategy, grads, check=_all_finite):
     of one replica's gradients) true on every replica of every process."""
     # distribute imports mixed_precision (loss scales under a strategy)
     from tapeflow.distribute.reduce_util import ReduceOp
-    flags = strategy.extended.call_for_each_replica(lambda g: math_ops.cast(check(g), dtypes.float32), args=(grads,))
+    flags = strategy.extended.call_for_each_replica(lambda g: basic_ops.cast(check(g), dtypes.float32), args=(grads,))
     total = strategy.reduce(ReduceOp.SUM, flags, axis=None)
     return math_ops.equal(total, float(strategy.num_replicas_in_sync))
 
@@ -218,7 +220,7 @@ class DynamicLossScale(LossScale):
         lowered = math_ops.maximum(scale / self._multiplier, 1.0)
         new_scale = math_ops.where(finite, math_ops.where(grow, raised, scale), lowered)
         new_good = math_ops.where(math_ops.logical_and(finite, math_ops.logical_not(grow)),
-                                  good, math_ops.cast(0, dtypes.int64))
+                                  good, basic_ops.cast(0, dtypes.int64))
         writes = [self._current_loss_scale.assign(new_scale), self._num_good_steps.assign(new_good)]
         if executing_eagerly():
             return None, finite

@@ -38,6 +38,7 @@ from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import nest
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.export import tf_export
+from tapeflow.ops.core import basic_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.graph import control_flow
@@ -225,7 +226,7 @@ def _until_finite(strategy, tapes, differentiate, unconnected, target, flat_sour
     def replica_round(tape, target, output_gradients):
         scale = loss_scale()
         with tape:         # re-entered so that the scaling is recorded
-            scaled = nest.map_structure(lambda t: t * math_ops.cast(scale, t.dtype), target)
+            scaled = nest.map_structure(lambda t: t * basic_ops.cast(scale, t.dtype), target)
         raw = differentiate(tape, scaled, flat_sources, output_gradients, unconnected)
         grads = [convert_to_tensor(s) if g is None else _unscale(g, scale)
                  for g, s in zip(raw, flat_sources, strict=True)]
@@ -268,4 +269,4 @@ def _unscale(grad, scale):
     """`grad / scale`, as the product with 1/scale in the gradient's dtype (sparse made dense)."""
     if isinstance(grad, IndexedSlices):
         grad = convert_to_tensor(grad)
-    return grad * math_ops.cast(1.0 / scale, grad.dtype)
+    return grad * basic_ops.cast(1.0 / scale, grad.dtype)

@@ -40,6 +40,7 @@ all of them, and the scale, mirrored, changes once.  (Keras 3 takes the first
 replica's verdict, which lets another replica's inf reach the summed
 gradients; tapeflow's verdict covers all of them.)
 """
+from tapeflow.ops.core import basic_ops
 
 import numpy as np
 
@@ -224,9 +225,9 @@ class LossScaleOptimizer:
         becomes float32)."""
         loss = convert_to_tensor(loss)
         if not self._built:
-            return loss * math_ops.cast(self.initial_scale, loss.dtype)
+            return loss * basic_ops.cast(self.initial_scale, loss.dtype)
         dtype = _promoted(loss.dtype)
-        return math_ops.cast(loss, dtype) * math_ops.cast(self.dynamic_scale, dtype)
+        return basic_ops.cast(loss, dtype) * basic_ops.cast(self.dynamic_scale, dtype)
 
     def get_scaled_loss(self, loss):
         """`loss` (a tensor, or a callable returning one) times the loss scale, in the
@@ -234,17 +235,17 @@ class LossScaleOptimizer:
         if callable(loss):
             def scaled():
                 value = loss()
-                return value * math_ops.cast(self.loss_scale, value.dtype)
+                return value * basic_ops.cast(self.loss_scale, value.dtype)
             return scaled
         loss = convert_to_tensor(loss)
-        return loss * math_ops.cast(self.loss_scale, loss.dtype)
+        return loss * basic_ops.cast(self.loss_scale, loss.dtype)
 
     def get_unscaled_gradients(self, grads):
         """Each gradient times 1/loss scale in its own dtype (None kept) (Keras 2); from
         now on `apply_gradients` takes unscaled gradients (Note [two Keras APIs])."""
         self._keras2 = True
         reciprocal = 1.0 / self.loss_scale
-        return [None if g is None else _times(g, math_ops.cast(reciprocal, g.dtype)) for g in grads]
+        return [None if g is None else _times(g, basic_ops.cast(reciprocal, g.dtype)) for g in grads]
 
     def check_finite(self, grads):
         """A scalar bool tensor: no gradient holds an inf or NaN (None ignored)."""
@@ -355,7 +356,7 @@ class LossScaleOptimizer:
         else:
             grow = math_ops.equal(counter, self.dynamic_growth_steps - 1)
             raised = scale * 2.0
-        self.step_counter.assign(math_ops.where(grow, math_ops.cast(0, dtypes.int64), counter + 1))
+        self.step_counter.assign(math_ops.where(grow, basic_ops.cast(0, dtypes.int64), counter + 1))
         self.dynamic_scale.assign(math_ops.where(grow, raised, scale))
 
     def apply(self, grads, trainable_variables=None):
@@ -399,7 +400,7 @@ def _divided(g, scale):
     """Keras 3's `ops.divide(g, scale)`: in the promoted dtype (an IndexedSlices' values)."""
     values = g.values if isinstance(g, IndexedSlices) else convert_to_tensor(g)
     dtype = _promoted(values.dtype)
-    out = math_ops.cast(values, dtype) / math_ops.cast(scale, dtype)
+    out = basic_ops.cast(values, dtype) / basic_ops.cast(scale, dtype)
     return IndexedSlices(out, g.indices, g.dense_shape) if isinstance(g, IndexedSlices) else out
 
 
@@ -467,9 +468,9 @@ class MixedPrecisionLossScaleOptimizer(V1Optimizer):
         if callable(loss):
             def scaled():
                 value = loss()
-                return value * math_ops.cast(scale, value.dtype)
+                return value * basic_ops.cast(scale, value.dtype)
             return scaled
-        return loss * math_ops.cast(scale, loss.dtype)
+        return loss * basic_ops.cast(scale, loss.dtype)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """Updates the loss scale and, when the gradients are finite, applies them.

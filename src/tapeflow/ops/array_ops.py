@@ -3,9 +3,9 @@ clip_by_norm, and `newaxis`.
 
 Index-like arguments (shapes, permutations, axes, multiples) are static attrs
 of the ops; in graphs, sizes known only when the graph runs are int tensor
-inputs instead (see `ops/size_inputs`, Note [size inputs]).  Each gradient is
+inputs instead (Note [size inputs] in `ops/core/primitives.py`).  Each gradient is
 written with tapeflow ops, so it can be differentiated again, and reads no
-input value it does not need (Note [static shapes in gradients] in grad_util).
+input value it does not need (Note [static shapes in gradients] in ops/core/primitives.py).
 The tensor constructors live in `constructor_ops`, joins, splits and pads in
 `join_ops`, slicing in `slicing_ops`, the gathers, scatters, `where` and
 `unique` in `scatter_ops`.
@@ -16,39 +16,20 @@ import numpy as np
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import identity_value
-from tapeflow.ops.grad_util import reshape_like, unbroadcast
-
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, primitives
 # The constructors and shape queries (`constructor_ops`) stay reachable as
 # `array_ops.zeros` etc. (`range` is not imported: it would hide the builtin).
-from tapeflow.ops.constructor_ops import (  # noqa: F401  (re-exported)
-    _int_input, _int_list, eye, fill, int_attr_list, int_input, int_input_error, linspace, meshgrid, ones, rank, shape, shape_n, size, zeros,
-)
-from tapeflow.ops.core import batching
-
+from tapeflow.ops.core.arguments import _int_input, _shape_error, check_list_entries, int_attr_list, int_input, typed_index
+from tapeflow.ops.core.primitives import _dense, _reshape_to_input, reshape
+from tapeflow.ops.core import basic_ops
 
 newaxis = tf_export("newaxis")(None)        # `x[tf.newaxis]` inserts an axis
-
-
-def _dense(t):
-    """A gradient as a dense tensor (IndexedSlices are summed into place)."""
-    return t if type(t) is Tensor else convert_to_tensor(t)
-
-
-def _shape_str(shape):
-    return "[" + ",".join(str(d) for d in shape) + "]"
-
-
-_shape_error = shape_rules.shape_error      # Note [build-time shape errors] in framework/shapes/shape_rules.py
 
 
 def _axis_attr(axis, rank_, op_type, what="axis"):
@@ -123,134 +104,6 @@ def stop_gradient(input, name=None):  # noqa: A002
 
 # -- reshapes ------------------------------------------------------------------
 
-def _resolve_shape(input_shape, shape):
-    """TensorFlow's Reshape checks; returns `shape` with its -1 filled in.
-
-    With a zero among the requested sizes, the -1 is found from the nonzero
-    sizes only (TensorFlow's rule), e.g. [0, 3] -> [3, 0, -1] gives [3, 0, 1].
-    """
-    shape = tuple(int(d) for d in shape)                 # a tuple attr, or a size input's array
-    unknown, known = None, 1
-    for i, d in enumerate(shape):
-        if d == -1:
-            if unknown is not None:
-                raise ValueError(f"Only one input size may be -1, not both {unknown} and {i}")
-            unknown = i
-        elif d < 0:
-            raise ValueError(f"Size {i} must be non-negative, not {d}")
-        elif d:
-            known *= d
-    size_ = int(np.prod(input_shape, dtype=np.int64))
-    has_zero = 0 in shape
-    if unknown is None:
-        if (0 if has_zero else known) != size_:
-            raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape has "
-                             f"{0 if has_zero else known}")
-        return shape
-    if has_zero:
-        nonzero = int(np.prod([d for d in input_shape if d], dtype=np.int64))
-        return shape[:unknown] + (nonzero // known,) + shape[unknown + 1:]
-    if size_ % known:
-        raise ValueError(f"Input to reshape is a tensor with {size_} values, but the requested shape requires "
-                         f"a multiple of {known}")
-    return shape[:unknown] + (size_ // known,) + shape[unknown + 1:]
-
-
-def _reshape_shape(x, shape):
-    """Static shape of a reshape in a graph (TensorFlow's rule).
-
-    The output has the known sizes of `shape`; one unknown output size is
-    found from the element counts when the input's are known, or equals the
-    input's one unknown size when the known counts agree.  A `shape` tensor of
-    unknown length gives an unknown rank; an input of unknown rank, only the
-    known sizes of `shape` (Note [unknown rank]).
-    """
-    if size_inputs.unknown_length(shape):
-        return [size_inputs.meta(None, x._value.dtype)]
-    out = size_inputs.output_dims(size_inputs.vector(shape, "shape", "Reshape"), "Reshape")
-    if x._value.shape is None:
-        return [size_inputs.meta(out, x._value.dtype)]
-    in_shape = tuple(x._value.shape)
-    out_known, out_unknown = _known_count(out)
-    in_known, in_unknown = _known_count(in_shape)
-    if len(out_unknown) <= 1 and len(in_unknown) <= 1:
-        if not in_unknown and not out_unknown:
-            if in_known != out_known:
-                raise ValueError(f"Cannot reshape a tensor with {in_known} elements to shape {out} "
-                                 f"({out_known} elements) [Op:Reshape]")
-        elif not in_unknown and out_known > 0:
-            if in_known % out_known:
-                raise ValueError(f"Cannot reshape a tensor with {in_known} elements to shape {out} "
-                                 f"(a multiple of {out_known} elements) [Op:Reshape]")
-            out[out_unknown[0]] = in_known // out_known
-        elif not out_unknown and in_known and out_known % in_known:
-            raise ValueError(f"Cannot reshape a tensor of shape {list(in_shape)} to shape {out} [Op:Reshape]")
-        elif in_unknown and out_unknown and in_known == out_known:
-            out[out_unknown[0]] = in_shape[in_unknown[0]]
-    return [size_inputs.meta(out, x._value.dtype)]
-
-
-def _known_count(dims):
-    """The product of the known sizes and the positions of the unknown ones."""
-    known, unknown = 1, []
-    for i, d in enumerate(dims):
-        if d is None:
-            unknown.append(i)
-        else:
-            known *= d
-    return known, unknown
-
-
-@op("Reshape", same_dtype=False, shape=_reshape_shape, shape_reads_inputs=True, unknown_rank=True, jvp=LINEAR)
-def _reshape(x, shape):
-    if -1 in shape or min(shape, default=0) < 0 or 0 in shape:
-        shape = _resolve_shape(x.shape, shape)
-    try:
-        return np.reshape(x, shape)
-    except ValueError:
-        return np.reshape(x, _resolve_shape(x.shape, shape))
-
-
-@_reshape.def_batch
-def _reshape_batch(xs, batched, shape=None):
-    if len(xs) > 1 and batched[1]:
-        raise batching.NotBatchable                     # a shape per example
-    x = xs[0]
-    return reshape(x, vectorization.prepend(vectorization.batch_size_of(x), xs[1] if len(xs) > 1 else shape)), True
-
-
-@_reshape.def_grad(reads_inputs=False)
-def _reshape_grad(op, dy):
-    dx = _reshape_to_input(dy, op.inputs[0])           # reshape back
-    return dx if len(op.inputs) == 1 else (dx, None)
-
-
-@tf_export("reshape")
-def reshape(tensor, shape, name=None):
-    """Reshapes `tensor`; one dimension may be -1.
-
-    In graphs, `shape` may be an int tensor or a list holding scalar tensors
-    (`[tf.shape(x)[0] * 3]`): it is then read when the graph runs, and the
-    static shape keeps the sizes known while building.
-
-    Raises:
-      InvalidArgumentError: the element counts differ, or several -1.
-      ValueError: in graphs, sizes known while building that cannot fit.
-
-    >>> import tapeflow as tf
-    >>> tf.reshape(tf.range(6), [2, -1]).shape
-    TensorShape([2, 3])
-    """
-    x = tensor if type(tensor) is Tensor else convert_to_tensor(tensor)
-    if type(shape) is tuple and not state.graphs:
-        return execute(_reshape, (x,), {"shape": shape})
-    new_shape = size_inputs.ints_or_tensor(shape, "shape", "Reshape", _int_input("Reshape", eager_scalar=True))
-    if isinstance(new_shape, Tensor):
-        return execute(_reshape, (x, new_shape), {})
-    if not state.graphs:                                # graphs: the shape rule's count check first
-        shape_rules.check_rank(len(new_shape), "Reshape")
-    return execute(_reshape, (x,), {"shape": new_shape})
-
 
 def _squeeze_shape(x, squeeze_dims):
     """In graphs: the listed axes go (an unknown size is taken to be 1); without a list, the size-1
@@ -306,172 +159,16 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
     return execute(_squeeze, (x,), {"squeeze_dims": tuple(sorted({a % rank_ for a in axes}))})
 
 
-def _expand_dims_shape(x, dim):
-    """A size-1 axis inserted at `dim`."""
-    return [Meta(x.shape[:dim] + (1,) + x.shape[dim:], x.dtype)]
-
-
-@op("ExpandDims", same_dtype=False, shape=_expand_dims_shape, jvp=LINEAR)
-def _expand_dims(x, dim):
-    return np.expand_dims(x, dim)
-
-
-@_expand_dims.def_batch
-def _expand_dims_batch(xs, batched, dim):
-    return execute(_expand_dims, xs, {"dim": dim + 1}), True
-
-
-@_expand_dims.def_grad(reads_inputs=False)
-def _expand_dims_grad(op, dy):
-    return _reshape_to_input(dy, op.inputs[0])          # drop the inserted axis
-
-
-def _reshape_to_input(dy, x):
-    """dy reshaped to x's shape, read when the graph runs if x has unknown dimensions (or rank)
-    (Note [static shapes in gradients] in grad_util)."""
-    shape = x._value.shape
-    if shape is None or None in shape:
-        return reshape_like(dy, x)
-    return reshape(dy, shape)
-
-
-@tf_export("expand_dims")
-def expand_dims(input, axis, name=None):  # noqa: A002
-    """Inserts a size-1 axis at `axis` (in [-rank-1, rank]).
-
-    Raises:
-      InvalidArgumentError: `axis` out of range or not a single value.
-    """
-    x = convert_to_tensor(input)
-    if axis is None:
-        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a Tensor.")
-    axes = int_input(axis, "axis", "ExpandDims")
-    if axes.size != 1:
-        raise _shape_error("ExpandDims", "'dim' must be a tensor with a single value")
-    rank_ = known_rank(x, "ExpandDims")
-    shape_rules.check_rank(rank_ + 1, "ExpandDims")
-    a = int(axes.reshape(()))
-    if not -rank_ - 1 <= a <= rank_:
-        raise _shape_error("ExpandDims", f"Tried to expand dim index {a} for tensor with {rank_} dimensions.")
-    return execute(_expand_dims, (x,), {"dim": a % (rank_ + 1)})
-
-
-def _broadcast_to_shape(x, shape):
-    """Static shape in graphs: the known sizes of `shape`, and x's sizes above 1 where those are unknown
-    (an unknown rank when `shape` has unknown length: Note [unknown rank])."""
-    if size_inputs.unknown_length(shape):
-        return [size_inputs.meta(None, x._value.dtype)]
-    out = size_inputs.output_dims(size_inputs.vector(shape, "shape", "BroadcastTo"), "BroadcastTo")
-    in_shape = () if x._value.shape is None else tuple(x._value.shape)
-    if len(in_shape) > len(out):
-        raise ValueError(f"Shape must be at most rank {len(out)} but is rank {len(in_shape)}: cannot broadcast "
-                         f"{list(in_shape)} to {out} [Op:BroadcastTo]")
-    for i in range(1, len(in_shape) + 1):
-        d = in_shape[-i]
-        if d is not None and d > 1:
-            if out[-i] not in (None, d):
-                raise ValueError(f"Incompatible shapes: {list(in_shape)} vs. {out} [Op:BroadcastTo]")
-            out[-i] = d
-    return [size_inputs.meta(out, x._value.dtype)]
-
-
-@op("BroadcastTo", same_dtype=False, shape=_broadcast_to_shape, shape_reads_inputs=True, unknown_rank=True,
-    jvp=LINEAR)
-def _broadcast_to(x, shape):
-    try:
-        return np.broadcast_to(x, shape)
-    except ValueError:
-        raise ValueError(f"Incompatible shapes: {_shape_str(x.shape)} vs. {_shape_str(shape)}") from None
-
-
-@_broadcast_to.def_batch
-def _broadcast_to_batch(xs, batched, shape=None):
-    return vectorization.broadcast_to_shape_input(xs, batched, shape)
-
-
-@_broadcast_to.def_grad(reads_inputs=False)
-def _broadcast_to_grad(op, dy):
-    x = op.inputs[0]                                    # sum over the broadcast axes
-    dx = unbroadcast(_dense(dy), x._value.shape, x)
-    return dx if len(op.inputs) == 1 else (dx, None)
-
-
-@tf_export("broadcast_to")
-def broadcast_to(input, shape, name=None):  # noqa: A002
-    """Broadcasts `input` to `shape` (NumPy rules); in graphs `shape` may hold tensors.
-
-    Raises:
-      InvalidArgumentError: the shapes are not broadcast-compatible.
-      ValueError: in graphs, sizes known while building that are not compatible.
-    """
-    x = convert_to_tensor(input)
-    dims = size_inputs.ints_or_tensor(shape, "shape", "BroadcastTo", _int_input("BroadcastTo"))
-    if isinstance(dims, Tensor):
-        return execute(_broadcast_to, (x, dims), {})
-    if not state.graphs:                                # graphs: the shape rule's checks first
-        shape_rules.check_rank(len(dims), "BroadcastTo")
-    return execute(_broadcast_to, (x,), {"shape": dims})
-
-
-def _transpose_shape(x, perm):
-    """Input dim perm[i] is output dim i."""
-    return [Meta(tuple(x.shape[p] for p in perm), x.dtype)]
-
-
-@op("Transpose", same_dtype=False, shape=_transpose_shape, jvp=LINEAR)
-def _transpose(x, perm):
-    return np.transpose(x, perm)
-
-
-@_transpose.def_batch
-def _transpose_batch(xs, batched, perm):
-    return _transpose_op(xs[0], (0,) + batching.shift_axes(perm)), True
-
-
-@_transpose.def_grad(reads_inputs=False)
-def _transpose_grad(op, dy):
-    return _transpose_op(_dense(dy), tuple(np.argsort(op.get_attr("perm")).tolist()))   # inverse permutation
-
-
-def _transpose_op(x, perm):
-    return execute(_transpose, (x,), {"perm": perm})
-
-
-@tf_export("transpose")
-def transpose(a, perm=None, conjugate=False, name="transpose"):
-    """Permutes the axes (reverses them when `perm` is None); conjugates if asked.
-
-    Raises:
-      InvalidArgumentError: `perm` is not a permutation of the axes.
-    """
-    x = convert_to_tensor(a)
-    rank_ = known_rank(x, "Transpose")
-    perm = tuple(range(rank_ - 1, -1, -1)) if perm is None else _int_list(perm, "perm", "Transpose")
-    if len(perm) != rank_:
-        raise _shape_error("Transpose", f"transpose expects a vector of size {rank_}. But input(1) is a vector of "
-                                        f"size {len(perm)}")
-    for p in perm:
-        if not -rank_ <= p < rank_:
-            raise _shape_error("Transpose", f"{p} is out of range [0 .. {rank_})")
-    perm = tuple(p % rank_ for p in perm)
-    missing = sorted(set(range(rank_)) - set(perm))
-    if missing:
-        raise InvalidArgumentError(None, "Transpose", f"{missing[0]} is missing from "
-                                   f"{{{','.join(map(str, perm))}}}. [Op:Transpose]")
-    out = _transpose_op(x, perm)
-    return math_ops.conj(out) if conjugate else out
-
-
 # -- tile, reverse (pad: join_ops) ---------------------------------------------
 
 def _tile_shape(x, multiples):
     """In graphs: each size times its multiple (unknown when either is, but 0 and 1 times are known)."""
     shape = tuple(x._value.shape)
-    reps = size_inputs.vector(multiples, "multiples", "Tile")
+    reps = primitives.vector(multiples, "multiples", "Tile")
     if len(reps) != len(shape):
         raise ValueError(f"Expected multiples argument to be a vector of length {len(shape)} but got length "
                          f"{len(reps)} [Op:Tile]")
-    return [size_inputs.meta([_times(d, m) for d, m in zip(shape, reps)], x._value.dtype)]
+    return [primitives.meta([_times(d, m) for d, m in zip(shape, reps)], x._value.dtype)]
 
 
 def _times(d, m):
@@ -492,8 +189,8 @@ def _tile_batch(xs, batched, multiples=None):
     if len(xs) > 1:
         if batched[1]:
             raise batching.NotBatchable                 # multiples per example
-        reps = math_ops.cast(xs[1], dtypes.int64)
-        return tile(xs[0], concat([np.ones(1, np.int64), reps], 0)), True
+        reps = basic_ops.cast(xs[1], dtypes.int64)
+        return tile(xs[0], primitives.prepend(1, reps)), True          # the batch axis repeated once
     return execute(_tile, xs, {"multiples": (1,) + tuple(multiples)}), True
 
 
@@ -507,10 +204,10 @@ def _tile_grad(op, dy):
         split = tuple(-1 if d is None else d for d in split)   # one unknown dimension (and no 0): reshape infers it
     else:                                               # sizes known when the graph runs
         sizes = op.inputs[1] if len(op.inputs) == 2 else None
-        reps = list(op.get_attr("multiples")) if sizes is None else size_inputs.entries(sizes, len(shape))
-        dims = size_inputs.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
+        reps = list(op.get_attr("multiples")) if sizes is None else primitives.entries(sizes, len(shape))
+        dims = primitives.dims_of(x, np.int32 if sizes is None else sizes._value.dtype)
         split = [v for pair in zip(reps, dims, strict=True) for v in pair]
-    summed = math_ops.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
+    summed = primitives.reduce_sum(reshape(_dense(dy), split), axis=tuple(range(0, 2 * len(shape), 2)))
     dx = _reshape_to_input(summed, x)
     return dx if len(op.inputs) == 1 else (dx, None)
 
@@ -524,7 +221,7 @@ def tile(input, multiples, name=None):  # noqa: A002
       ValueError: in graphs, a `multiples` tensor not of length rank.
     """
     x = convert_to_tensor(input)
-    reps = size_inputs.ints_or_tensor(multiples, "multiples", "Tile", _int_input("Tile"))
+    reps = primitives.ints_or_tensor(multiples, "multiples", "Tile", _int_input("Tile"))
     if isinstance(reps, Tensor):
         return execute(_tile, (x, reps), {})
     if len(reps) != known_rank(x, "Tile"):
@@ -616,13 +313,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     try:
         given, indices = indices, convert_to_tensor(indices)
     except (ValueError, InvalidArgumentError):          # TF's class for a bad list (Note [typed index inputs])
-        from tapeflow.ops.slicing_ops import check_list_entries     # slicing_ops imports this module
         if isinstance(indices, (list, tuple)):
             check_list_entries(indices)
         raise
     if indices._value.dtype not in _ONE_HOT_INDICES:     # TI defaults to int64: True, [] convert to it
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.slicing_ops import typed_index
         indices = typed_index(given, "indices", "OneHot", "TI", _ONE_HOT_INDICES, dtypes.int64)
     dtype, on, off = _one_hot_values(on_value, off_value, dtype)
     depth = int(depth._value if isinstance(depth, Tensor) else depth)
@@ -654,65 +348,3 @@ def _one_hot_values(on_value, off_value, dtype):
     return dtype, on, off
 
 
-@tf_export("clip_by_value")
-def clip_by_value(t, clip_value_min, clip_value_max, name=None):
-    """Clips `t` to [clip_value_min, clip_value_max] as `maximum(minimum(t, max), min)`.
-
-    The bounds may broadcast against `t` but not enlarge it. Gradients follow
-    TensorFlow: `t` gets the gradient where min <= t <= max (ties included),
-    a bound gets it where `t` lies strictly beyond it.
-
-    Raises:
-      ValueError: the bounds would broadcast `t` to a larger shape.
-      InvalidArgumentError: incompatible shapes or dtypes.
-    """
-    if isinstance(t, IndexedSlices):
-        return IndexedSlices(clip_by_value(t.values, clip_value_min, clip_value_max), t.indices, t.dense_shape)
-    values = convert_to_tensor(t)
-    out = math_ops.maximum(math_ops.minimum(values, clip_value_max), clip_value_min)
-    if out._value.shape != values._value.shape:
-        raise ValueError(f"Shapes {TensorShape(values._value.shape)} and {TensorShape(out._value.shape)} "
-                         "are incompatible")
-    return out
-
-
-@tf_export("clip_by_norm")
-def clip_by_norm(t, clip_norm, axes=None, name=None):
-    """`t * clip_norm / max(norm, clip_norm)`, `norm` the L2 norm of `t` over `axes` (all by default):
-    `t` unchanged where its norm is at most `clip_norm`, else rescaled to that norm.
-
-    The norm is taken through a square root guarded where it is 0, so the
-    gradient there is finite, as in TensorFlow.  IndexedSlices keep their
-    indices (the norm is that of their values).
-
-    Raises:
-      ValueError: `clip_norm` would broadcast `t` to a larger shape.
-
-    >>> import tapeflow as tf
-    >>> tf.clip_by_norm(tf.constant([3.0, 4.0]), 1.0).numpy()
-    array([0.6, 0.8], dtype=float32)
-    """
-    if isinstance(t, IndexedSlices):
-        return IndexedSlices(clip_by_norm(t.values, clip_norm, axes), t.indices, t.dense_shape)
-    values = convert_to_tensor(t)
-    clip_norm = math_ops.cast(clip_norm, values.dtype)
-    squares = math_ops.reduce_sum(values * values, axes, keepdims=True)
-    nonzero = squares > 0
-    safe = math_ops.where(nonzero, squares, math_ops.ones_like(squares))      # sqrt'(0) never reached
-    norm = math_ops.where(nonzero, math_ops.sqrt(safe), squares)
-    scaled = values * clip_norm
-    if not values.shape.is_compatible_with(scaled.shape):
-        raise ValueError(f"Shapes {values.shape} and {scaled.shape} are incompatible")
-    return identity(scaled / math_ops.maximum(norm, clip_norm))
-
-
-
-from tapeflow.ops.slicing_ops import _getitem  # noqa: E402,F401  (Tensor.__getitem__, via operators)
-
-
-# The gathers and `where_indices` live in `scatter_ops`; `array_ops.gather` stays for the callers that use it.
-from tapeflow.ops.scatter_ops import boolean_mask, gather, where_indices  # noqa: E402,F401
-
-# The joins, splits and pads live in `join_ops`.
-from tapeflow.ops.join_ops import _concat_grad, _split_op, concat, pad, split, stack, unstack  # noqa: E402,F401
-from tapeflow.ops import math_ops

@@ -5,7 +5,7 @@ Constructors from Python values make constants; `fill` is differentiable in
 its value, `linspace` (built from ops) in its start and stop, and `range` is
 not differentiable, all as in TensorFlow.  In graphs, `zeros`, `ones` and
 `fill` of a shape known only when the graph runs are "Fill" ops taking the
-shape as an int tensor input (Note [size inputs] in `ops/size_inputs`).
+shape as an int tensor input (Note [size inputs] in `ops/core/primitives.py`).
 """
 
 import builtins
@@ -17,79 +17,16 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.shapes.known_values import constant_value, shape_value, size_value
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import array_ops
-from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops import slicing_ops
-
-
-def _int_list(value, what, input_of=None, convert="input", eager_scalar=False):
-    """A shape-like argument (int, list, TensorShape or int tensor) as a tuple of ints.
-
-    `input_of` names the op when TensorFlow takes the argument as an int32/int64
-    tensor input (Reshape's shape, Tile's multiples): it is converted as TensorFlow
-    converts it (`convert`: Note [int inputs]) and must be 1-D; a scalar is a vector
-    of one only eagerly and when `eager_scalar` (Reshape's kernel takes it, its shape
-    function does not).
-
-    Raises:
-      ValueError: `value` is or holds None (TensorFlow cannot convert it).
-    """
-    if input_of is not None:
-        array = int_input(value, what, input_of, convert)
-        if array.ndim != 1 and not (array.ndim == 0 and eager_scalar and not state.graphs):
-            raise shape_rules.shape_error(input_of, f"`{what}` must be 1-D, got shape {list(array.shape)}")
-        return tuple(array.reshape(-1).tolist())
-    if isinstance(value, TensorShape):
-        value = value.as_list()
-    if isinstance(value, Tensor):
-        value = np.asarray(value._value).tolist()
-    if isinstance(value, (int, np.integer)):
-        return (int(value),)
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if value is None or (isinstance(value, (list, tuple)) and any(v is None for v in value)):
-        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
-                         f"Tensor (argument `{what}`).")
-    try:
-        return tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{what} must be a list of integers, got {value!r}") from None
-
-
-def int_attr_list(value, what, op_name):
-    """A list-of-ints attr (Squeeze's axis) as TensorFlow takes it: one int or a list, each entry
-    truncated by int().
-
-    Raises:
-      TypeError: a tensor (not a list), or an entry int() rejects (a string, None, NaN).
-      OverflowError: an infinite entry.
-    """
-    if (isinstance(value, Tensor) or getattr(value, "_is_variable", False)):
-        raise TypeError(f"Expected list for '{what}' argument to '{op_name}' Op, not {value!r}.")
-    return tuple(int_entries(value if isinstance(value, (list, tuple, np.ndarray)) else [value], what))
-
-
-def int_entries(entries, what):
-    """int() of each entry of an attr list (TensorFlow's _MakeInt): a string, None or NaN is a
-    TypeError, an infinity an OverflowError."""
-    out = []
-    for v in entries:
-        try:
-            if isinstance(v, (str, bytes)):
-                raise TypeError
-            out.append(int(v))
-        except (TypeError, ValueError):
-            raise TypeError(f"Expected int for argument '{what}' not {v!r}.") from None
-    return out
-
+from tapeflow.framework.shapes.known_values import constant_value, size_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops import join_ops, math_ops, slicing_ops
+from tapeflow.ops.core import basic_ops, batching, primitives
+from tapeflow.ops.core.arguments import _any_tensor, _int_list, int_input
+from tapeflow.ops.core.basic_ops import _query, _shape, _shape_batch, _shape_type, range, shape
+from tapeflow.ops.core.primitives import unstack
 
 # Note [int inputs]: TensorFlow takes shapes, perms, multiples, paddings and axes as
 # int32/int64 tensor inputs (Reshape's shape, Transpose's perm) and converts a Python
@@ -112,107 +49,6 @@ def int_entries(entries, what):
 # floats, NumPy floats and an empty list keep a float dtype, then fail the dtype
 # check).  A wrong rank after conversion is the op's shape check
 # (`shape_rules.shape_error`, Note [build-time shape errors]).
-
-_MIXED = "Can't convert Python sequence with mixed types to Tensor."
-
-
-def int_input(value, what, op_type, convert="input"):
-    """`value` converted as TensorFlow converts the int tensor input `what` of `op_type`
-    (Note [int inputs]), as an int64 NumPy array of any rank.
-
-    Raises:
-      TypeError: a symbolic tensor whose value is known only when the graph runs (the
-        caller may take it as an input: `size_inputs.ints_or_tensor`), or TF's TypeErrors.
-      ValueError, InvalidArgumentError: TF's conversion and dtype errors (see the note).
-    """
-    if type(value) in (list, tuple) and value and all(type(v) is int for v in value):
-        return np.array(value, np.int64).reshape(-1)           # the common case: a list of ints
-    if isinstance(value, TensorShape):
-        value = value.as_list()
-    if getattr(value, "_is_variable", False):
-        value = value.read_value()
-    if isinstance(value, Tensor):
-        array = _tensor_value(value, what, op_type)
-    elif isinstance(value, np.ndarray):
-        truncate = value.dtype.kind == "f" and convert != "any"
-        array = value.astype(np.int64) if truncate else value
-    else:
-        array = _python_value(value, what, op_type, convert)
-    if array.dtype.kind not in "iub":                  # a bool tensor failed in `_tensor_value`
-        raise int_input_error(_dtype_name(array.dtype), what, op_type)
-    return array.astype(np.int64)
-
-
-def _dtype_name(np_dtype):
-    return "string" if np_dtype.kind in "SUO" else dtypes.as_dtype(np_dtype).name
-
-
-def _tensor_value(t, what, op_type):
-    """A tensor argument's value; a symbolic one must be known while the graph is built."""
-    if t._value.dtype.kind not in "iu":
-        raise int_input_error(_dtype_name(np.dtype(t._value.dtype)), what, op_type)
-    if isinstance(t, SymbolicTensor):
-        known = constant_value(t)
-        if known is None:
-            raise TypeError(f"`{what}` of {op_type} is known only when the graph runs: {t.name}")
-        return np.asarray(known)
-    return np.asarray(t._value)
-
-
-def _leaves(value):
-    """The entries of a nested list and its shape; ValueError when it is not rectangular."""
-    if not isinstance(value, (list, tuple)):
-        return [value], ()
-    parts = [_leaves(v) for v in value]
-    shapes = {shape for _, shape in parts}
-    if len(shapes) > 1:
-        raise ValueError("Can't convert non-rectangular Python sequence to Tensor.")
-    inner = shapes.pop() if shapes else ()
-    return [leaf for leaves, _ in parts for leaf in leaves], (len(value),) + inner
-
-
-def _python_value(value, what, op_type, convert):
-    """A Python argument (a number, string or nested list) converted as in Note [int inputs]."""
-    if value is None:
-        raise ValueError("Attempt to convert a value (None) with an unsupported type (<class 'NoneType'>) to a "
-                         f"Tensor (argument `{what}` of {op_type}).")
-    leaves, shape = _leaves(value)
-    if any(isinstance(v, SymbolicTensor) for v in leaves):
-        raise TypeError(f"`{what}` of {op_type} holds tensors known only when the graph runs")
-    tensors = [v for v in leaves if isinstance(v, Tensor)]
-    if tensors:                                         # the list takes its first tensor's dtype
-        dtype = tensors[0]._value.dtype
-        bad = next((v for v in leaves if v is None or isinstance(v, (str, bytes))), None)
-        if bad is not None:
-            raise TypeError(f"Cannot convert {bad!r} to EagerTensor of dtype {_dtype_name(np.dtype(dtype))}")
-        values = [np.asarray(v._value) if isinstance(v, Tensor) else v for v in leaves]
-        return np.array(values, dtype).reshape(shape)
-    strings = any(isinstance(v, (str, bytes)) for v in leaves)
-    numbers = any(isinstance(v, (int, float, np.number, np.bool_)) for v in leaves)
-    if any(v is None for v in leaves) or (strings and numbers):
-        raise TypeError(f"Failed to convert elements of {value!r} to Tensor.") if state.graphs else ValueError(_MIXED)
-    if not leaves:                                     # an empty list: the default int32, else float32
-        return np.zeros(shape, np.float32 if convert == "any" else np.int64)
-    array = np.array(leaves, dtype=object).reshape(shape) if strings else np.array(leaves).reshape(shape)
-    if array.dtype.kind in "iub":
-        return array
-    if convert == "int32" or (convert == "input" and array.dtype.kind == "f" and not shape and not state.graphs):
-        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype int32")
-    return array
-
-
-def int_input_error(kind, what, op_type):
-    """The exception for an int32/int64 tensor input `what` of `op_type` given a `kind` tensor
-    ('float'): InvalidArgumentError eagerly (TF's kernel lookup), TypeError in graphs (its op builder)."""
-    message = f"Value for attr of {kind} is not in the list of allowed values: int32, int64 (argument `{what}`)"
-    if state.graphs:
-        return TypeError(f"{message} of {op_type}")
-    return InvalidArgumentError(None, op_type, f"{message} [Op:{op_type}]")
-
-
-def _int_input(op_type, convert="input", eager_scalar=False):
-    """`_int_list` for an int tensor input of `op_type` (for `size_inputs.ints_or_tensor`)."""
-    return lambda value, what: _int_list(value, what, op_type, convert, eager_scalar)
 
 
 def _dims(shape, op_type="Fill", convert="int32", vector_only=False):
@@ -243,13 +79,13 @@ def _shape_dims(shape, convert="int32", vector_only=False):
     try:
         return _dims(shape, "Fill", convert, vector_only)
     except TypeError:
-        if not size_inputs.has_symbolic(shape):
+        if not primitives.has_symbolic(shape):
             raise
-    dims = size_inputs.sizes_or_tensor(shape, "shape", "Fill")
+    dims = primitives.sizes_or_tensor(shape, "shape", "Fill")
     if not isinstance(dims, Tensor):
         return _dims(dims if vector_only else np.atleast_1d(dims), "Fill")
     if dims._value.ndim == 0 and not vector_only:        # a scalar size: a vector of one
-        dims = array_ops.reshape(dims, (1,))
+        dims = primitives.reshape(dims, (1,))
     if dims._value.ndim != 1:
         raise ValueError(f"dims of Fill must be a vector, got a tensor of shape {dims.shape}.")
     return dims
@@ -284,10 +120,10 @@ def ones(shape, dtype=dtypes.float32, name=None):
 
 def _fill_shape(value, dims):
     """In graphs: the known sizes of `dims` (unknown rank when its length is unknown)."""
-    if size_inputs.unknown_length(dims):
-        return [size_inputs.meta(None, value._value.dtype)]
-    known = size_inputs.output_dims(size_inputs.vector(dims, "dims", "Fill"), "Fill")
-    return [size_inputs.meta(known, value._value.dtype)]
+    if primitives.unknown_length(dims):
+        return [primitives.meta(None, value._value.dtype)]
+    known = primitives.output_dims(primitives.vector(dims, "dims", "Fill"), "Fill")
+    return [primitives.meta(known, value._value.dtype)]
 
 
 @op("Fill", same_dtype=False, shape=_fill_shape, shape_reads_inputs=True)
@@ -297,12 +133,12 @@ def _fill(value, dims):
 
 @_fill.def_batch
 def _fill_batch(xs, batched, dims=None):
-    return vectorization.broadcast_to_shape_input(xs, batched, dims)     # a scalar per example, broadcast
+    return primitives.broadcast_to_shape_input(xs, batched, dims)     # a scalar per example, broadcast
 
 
 @_fill.def_grad(reads_inputs=False)
 def _fill_grad(op, dy):
-    dvalue = math_ops.reduce_sum(dy)                   # every element is the value: d value = sum dy
+    dvalue = primitives.reduce_sum(dy)                   # every element is the value: d value = sum dy
     return dvalue if len(op.inputs) == 1 else (dvalue, None)
 
 
@@ -332,78 +168,6 @@ def fill(dims, value, name=None):
 
 # -- range, linspace, eye, meshgrid ---------------------------------------------------
 
-_RANGE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
-_RANGE_TYPES = frozenset(np.dtype(d._np) for d in (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64,
-                                                   dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint16,
-                                                   dtypes.uint32, dtypes.uint64))
-
-
-def _range_size(start, limit, delta):
-    """The length of a range; ValueError for a delta of 0 or pointing away from limit."""
-    if delta == 0:
-        raise ValueError(f"Requires delta != 0: {delta}")
-    if delta > 0 and start > limit:
-        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
-    if delta < 0 and start < limit:
-        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if start.dtype.kind in "iu":
-        span, step = abs(int(limit) - int(start)), abs(int(delta))
-        return (span + step - 1) // step
-    with np.errstate(all="ignore"):                   # in the range's own precision, as TensorFlow
-        return int(np.ceil(np.abs((limit - start) / delta)))
-
-
-def _range_shape(start, limit, delta):
-    """In graphs: the length is known when start, limit and delta are known while building."""
-    values = [constant_value(t) for t in (start, limit, delta)]
-    size = None if any(v is None for v in values) else _range_size(*values)
-    return [Meta((size,), start._value.dtype)]
-
-
-@op("Range", shape=_range_shape, shape_reads_inputs=True, differentiable=False)
-def _range(start, limit, delta):
-    n = _range_size(start, limit, delta)
-    if start.dtype.kind in "iu":
-        return (int(start) + np.arange(n, dtype=np.int64) * int(delta)).astype(start.dtype)
-    return start + np.arange(n).astype(start.dtype) * delta
-
-
-@tf_export("range")
-def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TensorFlow's public name
-    """The sequence start, start + delta, ... up to but excluding `limit` (`range(n)` counts from 0).
-
-    Without `dtype`, Python ints give int32 and floats float32; tensors and
-    NumPy values keep their dtype, and the widest of int32 < int64 < float32 <
-    float64 among the arguments wins.
-
-    Raises:
-      InvalidArgumentError: delta is 0, or points away from limit.
-
-    >>> import tapeflow as tf
-    >>> tf.range(1, 10, 3).numpy()
-    array([1, 4, 7], dtype=int32)
-    """
-    if limit is None:
-        start, limit = 0, start
-    want = None if dtype is None else dtypes.as_dtype(dtype)
-    # Python values become eager constants, so a range of them is a constant inside graphs too.
-    args = [a if isinstance(a, Tensor) or hasattr(a, "_as_tensor") else Tensor(_convert_python(a, want))
-            for a in (start, limit, delta)]
-    args = [convert_to_tensor(a) for a in args]
-    if want is None:
-        want = builtins.max((a.dtype for a in args),
-                            key=lambda d: _RANGE_ORDER.index(d) if d in _RANGE_ORDER else len(_RANGE_ORDER))
-    if want._np not in _RANGE_TYPES:
-        raise InvalidArgumentError(None, "Range", f"Value for attr 'Tidx' of {want.name} is not in the list of "
-                                   "allowed values: bfloat16, half, float, double, int16, int32, int64, uint16, "
-                                   "uint32, uint64 [Op:Range]")
-    args = [math_ops.cast(a, want) for a in args]
-    for what, a in zip(("start", "limit", "delta"), args, strict=True):
-        if a._value.ndim:
-            raise InvalidArgumentError(None, "Range", f"{what} must be a scalar, not shape "
-                                       f"{list(a._value.shape)} [Op:Range]")
-    return execute(_range, args, {})
-
 
 @tf_export("linspace")
 def linspace(start, stop, num, name=None, axis=0):
@@ -422,10 +186,10 @@ def linspace(start, stop, num, name=None, axis=0):
     """
     start = convert_to_tensor(start)
     if not (start.dtype.is_floating or start.dtype.is_complex):
-        start = math_ops.cast(start, dtypes.float64)
+        start = basic_ops.cast(start, dtypes.float64)
     stop = convert_to_tensor(stop, dtype_hint=start.dtype)
     if stop.dtype != start.dtype:
-        stop = math_ops.cast(stop, start.dtype)
+        stop = basic_ops.cast(stop, start.dtype)
     if isinstance(num, Tensor):
         if not num.dtype.is_integer:
             raise TypeError(f"Argument `num` must be of type integer, got a {num.dtype.name} tensor.")
@@ -444,20 +208,20 @@ def linspace(start, stop, num, name=None, axis=0):
         raise InvalidArgumentError(None, "LinSpace", f"axis {axis} is out of range for {rank_ + 1} output "
                                    "dimensions [Op:LinSpace]")
     axis %= rank_ + 1
-    first, last = array_ops.expand_dims(start, axis), array_ops.expand_dims(stop, axis)
+    first, last = primitives.expand_dims(start, axis), primitives.expand_dims(stop, axis)
     if isinstance(num, Tensor):                          # the count and the middle points read at run time
         steps = math_ops.maximum(num - 1, 1)
-        delta = (last - first) / math_ops.cast(steps, start.dtype)
-        middle = math_ops.cast(range(1, math_ops.where(num >= 0, steps, -1)), start.dtype)   # num < 0: an error
-        middle = array_ops.reshape(middle, (-1,) + (1,) * (rank_ - axis))
+        delta = (last - first) / basic_ops.cast(steps, start.dtype)
+        middle = basic_ops.cast(range(1, math_ops.where(num >= 0, steps, -1)), start.dtype)   # num < 0: an error
+        middle = primitives.reshape(middle, (-1,) + (1,) * (rank_ - axis))
     else:
         steps = builtins.max(num - 1, 1)
         delta = (last - first) / Tensor(np.asarray(steps, start._value.dtype))
         middle = Tensor(np.arange(1, steps, dtype=start._value.dtype).reshape((-1,) + (1,) * (rank_ - axis)))
     inner = first + middle * delta
-    out = array_ops.concat([first, inner, last], axis)
+    out = join_ops.concat([first, inner, last], axis)
     if isinstance(num, Tensor):                          # its block, of sizes read at run time (TF's static shape)
-        sizes = math_ops.where(Tensor(np.arange(rank_ + 1) == axis), math_ops.cast(num, dtypes.int32), shape(out))
+        sizes = math_ops.where(Tensor(np.arange(rank_ + 1) == axis), basic_ops.cast(num, dtypes.int32), shape(out))
         return slicing_ops.slice(out, [0] * (rank_ + 1), sizes)
     return out[(builtins.slice(None),) * axis + (builtins.slice(0, num),)]
 
@@ -468,11 +232,11 @@ def _broadcast_pair(x, y):
     known_rank(y, "LinSpace")
     xs, ys = x._value.shape, y._value.shape
     if None in xs or None in ys:                        # an unknown size may still be 1: add zeros to broadcast
-        return x + math_ops.zeros_like(y), y + math_ops.zeros_like(x)
+        return x + basic_ops.zeros_like(y), y + basic_ops.zeros_like(x)
     if xs == ys:
         return x, y
     both = np.broadcast_shapes(xs, ys)
-    return array_ops.broadcast_to(x, both), array_ops.broadcast_to(y, both)
+    return primitives.broadcast_to(x, both), primitives.broadcast_to(y, both)
 
 
 @tf_export("eye", "linalg.eye")
@@ -516,8 +280,8 @@ def meshgrid(*args, **kwargs):
         raise TypeError(f"'{next(iter(kwargs))}' is an invalid keyword argument for this function")
     if indexing not in ("xy", "ij"):
         raise ValueError("Argument `indexing` parameter must be either 'xy' or 'ij', got '{}'".format(indexing))
-    xs = [array_ops.reshape(convert_to_tensor(a), (-1,)) for a in args]
-    sizes = [size_inputs.dims_of(x)[0] for x in xs]     # in graphs, unknown sizes are read at run time
+    xs = [primitives.reshape(convert_to_tensor(a), (-1,)) for a in args]
+    sizes = [primitives.dims_of(x)[0] for x in xs]     # in graphs, unknown sizes are read at run time
     n = len(xs)
     if indexing == "xy" and n > 1:
         sizes[0], sizes[1] = sizes[1], sizes[0]
@@ -526,37 +290,11 @@ def meshgrid(*args, **kwargs):
         pos = (1 - i if i < 2 else i) if indexing == "xy" and n > 1 else i
         shape_i = [1] * n
         shape_i[pos] = -1
-        grids.append(array_ops.broadcast_to(array_ops.reshape(x, tuple(shape_i)), sizes))
+        grids.append(primitives.broadcast_to(primitives.reshape(x, tuple(shape_i)), sizes))
     return grids
 
 
 # -- shape queries ------------------------------------------------------------------
-
-_SHAPE_TYPES = (dtypes.int32, dtypes.int64)
-
-
-def _shape_type(out_type, op_type):
-    out_type = dtypes.as_dtype(out_type)
-    if out_type not in _SHAPE_TYPES:
-        raise InvalidArgumentError(None, op_type, f"Value for attr 'out_type' of {out_type.name} is not in the list "
-                                   f"of allowed values: int32, int64 [Op:{op_type}]")
-    return out_type._np
-
-
-def _any_tensor(x):
-    return x if isinstance(x, Tensor) or getattr(x, "_is_variable", False) else convert_to_tensor(x)
-
-
-# Note [unknown rank] in framework/shapes/symbolic_tensors.py: the queries take tensors of unknown rank.
-@op("Shape", same_dtype=False, shape=lambda x, out_type: [Meta((x.ndim,), np.dtype(out_type))],
-    unknown_rank=True, differentiable=False, value_rule=shape_value)
-def _shape(x, out_type):
-    return np.asarray(x.shape, out_type)
-
-
-@_shape.def_batch
-def _shape_batch(xs, batched, out_type):
-    return execute(_shape, xs, {"out_type": out_type})[1:], False     # the example's shape
 
 
 @op("Size", same_dtype=False, shape=lambda x, out_type: [Meta((), np.dtype(out_type))], unknown_rank=True,
@@ -567,9 +305,14 @@ def _size(x, out_type):
 
 @_size.def_batch
 def _size_batch(xs, batched, out_type):
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import math_ops
-    return math_ops.reduce_prod(_shape_batch(xs, batched, out_type)[0]), False
+    dims = _shape_batch(xs, batched, out_type)[0]     # the example's shape: its size is their product
+    count = dims._value.shape[0]
+    if count is None:
+        raise batching.NotBatchable                     # examples of unknown rank
+    size = Tensor(np.asarray(1, out_type))
+    for d in unstack(dims, num=count):
+        size = size * d
+    return size, False
 
 
 @op("Rank", same_dtype=False, shape=lambda x: [Meta((), np.dtype(np.int32))], unknown_rank=True,
@@ -581,21 +324,6 @@ def _rank(x):
 @_rank.def_batch
 def _rank_batch(xs, batched):
     return execute(_rank, xs, {}) - 1, False
-
-
-def _query(query, x, out_type):
-    """A constant when the shape is known (also in graphs); else an op that reads it when the graph runs."""
-    x = _any_tensor(x)
-    dims = x._value.shape
-    if dims is not None and None not in dims:
-        return Tensor(np.asarray(dims if query is _shape else int(np.prod(dims, dtype=np.int64)), out_type))
-    return execute(query, (x,), {"out_type": out_type})
-
-
-@tf_export("shape")
-def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
-    """The shape of `input` as a 1-D int32 (or int64) tensor."""
-    return _query(_shape, input, _shape_type(out_type, "Shape"))
 
 
 @tf_export("shape_n")
@@ -619,3 +347,5 @@ def rank(input, name=None):  # noqa: A002
     if x._value.ndim is None:
         return execute(_rank, (x,), {})
     return Tensor(np.asarray(x._value.ndim, np.int32))
+
+

@@ -17,21 +17,20 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op, raise_type_mismatch
+from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
-from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.ops import size_inputs
-from tapeflow.ops.constructor_ops import int_entries
-from tapeflow.ops.grad_util import shape_tensor as _sizes, zeros_of
-from tapeflow.ops.core import half
+from tapeflow.ops import array_ops, join_ops, reduction_ops, scatter_ops
+from tapeflow.ops.core import batching, half, primitives
+from tapeflow.ops.core.arguments import int_entries
 from tapeflow.ops.core.half import computes_in_float32
-from tapeflow.ops.core import batching
+from tapeflow.ops.core.primitives import shape_tensor as _sizes, zeros_of
+from tapeflow.ops.core import basic_ops
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -185,7 +184,7 @@ def _conv_shape(x, w, strides, padding, dilations):
     if len(xs) != rank or len(ws) != rank or (xs[-1] is not None and ws[-2] is not None):
         _check_conv(xs, ws, rank)
     sizes = _windowed_sizes(xs[1:-1], ws[:-2], strides, dilations, padding)
-    return [size_inputs.meta((xs[0], *sizes, ws[-1]), x.dtype)]
+    return [primitives.meta((xs[0], *sizes, ws[-1]), x.dtype)]
 
 
 # Note [sizes inputs]: the backprop ops of convolutions and AvgPoolGrad take the
@@ -199,12 +198,12 @@ def _shape_from_sizes(index, dtype_index, rank, what, batch_from=None):
     `batch_from`, the batch size is that input's first dim instead (TF's Conv2DBackpropInput)."""
     def shape_fn(*inputs, **_):
         sizes = inputs[index]
-        dims = size_inputs.output_dims(size_inputs.vector(sizes, what, "conv"), "conv")
+        dims = primitives.output_dims(primitives.vector(sizes, what, "conv"), "conv")
         if len(dims) != rank:
             raise ValueError(f"`{what}` must hold {rank} values, got {len(dims)}.")
         if batch_from is not None:
             dims[0] = inputs[batch_from]._value.shape[0]
-        return [size_inputs.meta(dims, inputs[dtype_index]._value.dtype)]
+        return [primitives.meta(dims, inputs[dtype_index]._value.dtype)]
     return shape_fn
 
 
@@ -257,7 +256,7 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
     3, "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2")
 
 
-# -- batching rules (ops/vectorization.py) ---------------------------------------------------
+# -- batching rules (ops/core/vectorization.py) ---------------------------------------------------
 # Note [batched convolutions]: examples sharing the filter are one convolution of B*N
 # images (the batch folded into N).  B filters meeting one input are one convolution with
 # B*O output channels (folded into O); likewise BackpropInput folds batched filters into
@@ -272,7 +271,6 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # shape per example) is NotBatchable.
 
 from tapeflow.ops import math_ops  # noqa: E402
-from tapeflow.ops import vectorization
 
 
 def _dims(x):
@@ -280,12 +278,12 @@ def _dims(x):
     shape = x._value.shape
     if None not in shape:
         return list(shape)
-    dynamic = array_ops.shape(x)
+    dynamic = basic_ops.shape(x)
     return [dynamic[i] if d is None else d for i, d in enumerate(shape)]
 
 
 def _reshaped(x, dims):
-    return array_ops.reshape(x, tuple(dims) if all(type(d) is int for d in dims) else list(dims))
+    return primitives.reshape(x, tuple(dims) if all(type(d) is int for d in dims) else list(dims))
 
 
 def _prod(dims):
@@ -299,7 +297,7 @@ def _merge(x, into):
     """Stacked `x` [B, d0, ...] as one example-shaped tensor whose axis `into` is B * d_into (batch-major)."""
     if into:
         rank = x._value.ndim
-        x = array_ops.transpose(x, tuple(range(1, into + 1)) + (0,) + tuple(range(into + 1, rank)))
+        x = primitives.transpose(x, tuple(range(1, into + 1)) + (0,) + tuple(range(into + 1, rank)))
     dims = _dims(x)
     return _reshaped(x, dims[:into] + [dims[into] * dims[into + 1]] + dims[into + 2:])
 
@@ -309,16 +307,16 @@ def _split(y, at, size, d):
     dims = _dims(y)
     y = _reshaped(y, dims[:at] + [size, d] + dims[at + 1:])
     if at:
-        y = array_ops.transpose(y, (at,) + tuple(range(at)) + tuple(range(at + 1, len(dims) + 1)))
+        y = primitives.transpose(y, (at,) + tuple(range(at)) + tuple(range(at + 1, len(dims) + 1)))
     return y
 
 
 def _scaled(sizes, axis, factor):
     """A size input (an int vector) with entry `axis` multiplied by `factor` (the batch folded there)."""
     scale = [1] * sizes._value.shape[0]
-    scale[axis] = math_ops.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
+    scale[axis] = basic_ops.cast(factor, sizes.dtype) if isinstance(factor, Tensor) else factor
     if isinstance(factor, Tensor):
-        return math_ops.multiply(sizes, array_ops.stack(scale))
+        return math_ops.multiply(sizes, primitives.stack(scale))
     return math_ops.multiply(sizes, Tensor(np.asarray(scale, sizes._value.dtype)))
 
 
@@ -336,17 +334,17 @@ def _windows_of(conv, x, ks, attrs):
         strides, dilations = attrs["strides"], attrs["dilations"]
         out, pads = _geometry(dims[1:-1], ks, strides, dilations, attrs["padding"], "")
         if any(p for pair in pads for p in pair):
-            x = array_ops.pad(x, [[0, 0]] + [list(p) for p in pads] + [[0, 0]])
+            x = join_ops.pad(x, [[0, 0]] + [list(p) for p in pads] + [[0, 0]])
         taps = [x[(slice(None),) + tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
                                          for t, d, s, o in zip(tap, dilations, strides, out)) + (slice(None),)]
                 for tap in itertools.product(*map(range, ks))]
-        return array_ops.stack(taps, axis=n + 1)
-    per_channel = _reshaped(array_ops.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
+        return primitives.stack(taps, axis=n + 1)
+    per_channel = _reshaped(primitives.transpose(x, (0, n + 1) + tuple(range(1, n + 1))),
                             [dims[0] * dims[-1]] + dims[1:-1] + [1])
     taps = execute(conv, (per_channel, _one_hot_filter(ks, x._value.dtype)), attrs)      # [M*C, *out, K]
     out = _dims(taps)
     taps = _reshaped(taps, [dims[0], dims[-1]] + out[1:])
-    return array_ops.transpose(taps, (0,) + tuple(range(2, n + 3)) + (1,))
+    return primitives.transpose(taps, (0,) + tuple(range(2, n + 3)) + (1,))
 
 
 def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
@@ -358,8 +356,8 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         x, w = xs
         if not batched[1]:                              # shared filter: B*N images
             y = execute(conv, (_merge(x, 0), w), attrs)
-            return _split(y, 0, vectorization.batch_size_of(x), _dims(x)[1]), True
-        size = vectorization.batch_size_of(w)
+            return _split(y, 0, primitives.batch_size_of(x), _dims(x)[1]), True
+        size = primitives.batch_size_of(w)
         if not batched[0]:                              # one input, B filters: B*O channels
             y = execute(conv, (x, _merge(w, n + 1)), attrs)
             return _split(y, channels, size, _dims(w)[-1]), True
@@ -379,9 +377,9 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if batched[0]:
             raise batching.NotBatchable                 # an input shape per example
         if not batched[1]:                              # shared filter: B*N gradients
-            dx = execute(backprop_input, (_scaled(sizes, 0, vectorization.batch_size_of(dy)), w, _merge(dy, 0)), attrs)
-            return _split(dx, 0, vectorization.batch_size_of(dy), _dims(dy)[1]), True
-        size = vectorization.batch_size_of(w)
+            dx = execute(backprop_input, (_scaled(sizes, 0, primitives.batch_size_of(dy)), w, _merge(dy, 0)), attrs)
+            return _split(dx, 0, primitives.batch_size_of(dy), _dims(dy)[1]), True
+        size = primitives.batch_size_of(w)
         if not batched[2]:                              # B filters: B*C input channels
             dx = execute(backprop_input, (_scaled(sizes, channels, size), _merge(w, n), dy), attrs)
             return _split(dx, channels, size, _dims(w)[n + 1]), True
@@ -393,17 +391,17 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
                                _reshaped(w, [size, _prod(wd[1:n + 2]), wd[-1]]), transpose_b=True)   # [B, N*P, K*C]
         k, c = int(np.prod(ks)), wd[-2]
         cols = _reshaped(cols, [size * dd[1]] + dd[2:n + 2] + [k, c])
-        cols = array_ops.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
+        cols = primitives.transpose(cols, (0, n + 2) + tuple(range(1, n + 2)))      # [B*N, C, *out, K]
         cd = _dims(cols)
         per_channel = _reshaped(cols, [cd[0] * cd[1]] + cd[2:])
-        bnc = math_ops.reduce_prod(_scaled(array_ops.gather(sizes, [0, n + 1]), 0, size))
-        spatial = array_ops.gather(sizes, list(range(1, n + 1)))
-        col2im_sizes = array_ops.concat([array_ops.reshape(bnc, [1]), spatial,
+        bnc = reduction_ops.reduce_prod(_scaled(scatter_ops.gather(sizes, [0, n + 1]), 0, size))
+        spatial = scatter_ops.gather(sizes, list(range(1, n + 1)))
+        col2im_sizes = join_ops.concat([primitives.reshape(bnc, [1]), spatial,
                                          Tensor(np.ones(1, sizes._value.dtype))], 0)
         dx = execute(backprop_input, (col2im_sizes, _one_hot_filter(ks, w._value.dtype), per_channel), attrs)
         xd = _dims(dx)                                  # [B*N*C, *S, 1]
         dx = _reshaped(dx, [size * dd[1], c] + xd[1:n + 1])
-        dx = array_ops.transpose(dx, (0,) + tuple(range(2, n + 2)) + (1,))
+        dx = primitives.transpose(dx, (0,) + tuple(range(2, n + 2)) + (1,))
         return _reshaped(dx, [size, dd[1]] + xd[1:n + 1] + [c]), True
 
     @backprop_filter.def_batch
@@ -412,10 +410,10 @@ def _batch_convolution_ops(n, conv, backprop_input, backprop_filter):
         if batched[1]:
             raise batching.NotBatchable                 # a filter shape per example
         if not batched[0]:                              # B gradients: B*O filter outputs
-            size = vectorization.batch_size_of(dy)
+            size = primitives.batch_size_of(dy)
             dw = execute(backprop_filter, (x, _scaled(sizes, n + 1, size), _merge(dy, n + 1)), attrs)
             return _split(dw, n + 1, size, _dims(dy)[-1]), True
-        size = vectorization.batch_size_of(x)
+        size = primitives.batch_size_of(x)
         if not batched[2]:                              # B inputs: B*C filter inputs
             dw = execute(backprop_filter, (_merge(x, n + 1), _scaled(sizes, n, size), dy), attrs)
             return _split(dw, n, size, _dims(x)[-1]), True
@@ -521,13 +519,13 @@ def _channels_first(data_format, allowed):
 def _to_channels_last(x, channels_first):
     """[N, C, *spatial] -> [N, *spatial, C] when `channels_first`."""
     rank = x._value.ndim
-    return array_ops.transpose(x, (0, *range(2, rank), 1)) if channels_first else x
+    return primitives.transpose(x, (0, *range(2, rank), 1)) if channels_first else x
 
 
 def _from_channels_last(y, channels_first):
     """[N, *spatial, C] -> [N, C, *spatial] when `channels_first`."""
     rank = y._value.ndim
-    return array_ops.transpose(y, (0, rank - 1, *range(1, rank - 1))) if channels_first else y
+    return primitives.transpose(y, (0, rank - 1, *range(1, rank - 1))) if channels_first else y
 
 
 def _same_dtype_pair(x, w, type_):
@@ -583,13 +581,13 @@ def _convolve(conv_op, n, input, filters, strides, padding, data_format, dilatio
     shape = x._value.shape
     batch = None
     if not cf and len(shape) > n + 2:    # extra leading batch dimensions
-        dims = size_inputs.dims_of(x)  # ints, or scalar tensors for sizes known when a graph runs
+        dims = primitives.dims_of(x)  # ints, or scalar tensors for sizes known when a graph runs
         batch = dims[:-n - 1]
-        x = array_ops.reshape(x, [-1] + dims[-n - 1:])
+        x = primitives.reshape(x, [-1] + dims[-n - 1:])
     y = execute(conv_op, (_to_channels_last(x, cf) if len(shape) == n + 2 else x, w),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     if batch is not None:
-        return array_ops.reshape(y, batch + size_inputs.dims_of(y)[1:])
+        return primitives.reshape(y, batch + primitives.dims_of(y)[1:])
     return _from_channels_last(y, cf)
 
 
@@ -654,7 +652,7 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     if len(ws) != 3:
         raise InvalidArgumentError(None, "Conv2D", f"convolution filter must be 4-dimensional: {[1, *ws]} [Op:Conv2D]")
     if cf:
-        x = array_ops.transpose(x, (0, 2, 1))
+        x = primitives.transpose(x, (0, 2, 1))
         if not isinstance(padding, str):
             padding = [padding[0], padding[2], padding[1]]
         cf = False
@@ -663,15 +661,15 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None, n
     pad4 = padding if isinstance(padding, str) else [[0, 0], [0, 0]] + [list(p) for p in padding[1:]]
     y = conv2d(x4, w4, [1, 1, stride[0], 1], pad4, dilations=[1, 1, dilations[0], 1])
     y = _drop_height(y)
-    return array_ops.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
+    return primitives.transpose(y, (0, 2, 1)) if data_format == "NCW" else y
 
 
 def _insert_height(t, axis=1):
     """`t` with a size-1 axis inserted at `axis` (1-D ops run as 2-D ones of height 1)."""
     shape = t._value.shape
     if None in shape:
-        return array_ops.expand_dims(t, axis)
-    return array_ops.reshape(t, shape[:axis] + (1,) + shape[axis:])
+        return primitives.expand_dims(t, axis)
+    return primitives.reshape(t, shape[:axis] + (1,) + shape[axis:])
 
 
 def _drop_height(t):
@@ -679,7 +677,7 @@ def _drop_height(t):
     shape = t._value.shape
     if None in shape:
         return array_ops.squeeze(t, [1])
-    return array_ops.reshape(t, shape[:1] + shape[2:])
+    return primitives.reshape(t, shape[:1] + shape[2:])
 
 
 @tf_export("nn.conv2d_transpose")
@@ -698,9 +696,9 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
     dilations = _spatial(dilations, "dilations", 2, cf, "Conv2DBackpropInput", default=1)
     _check_positive(strides, "Row and column strides", "Conv2DBackpropInput")
     padding = _padding(padding, 2, cf, "Conv2DBackpropInput")
-    known = size_inputs.sizes_or_tensor(output_shape, "output_shape", "Conv2DBackpropInput")
+    known = primitives.sizes_or_tensor(output_shape, "output_shape", "Conv2DBackpropInput")
     if isinstance(known, Tensor):        # graphs: sizes read when the graph runs (Note [sizes inputs])
-        count = size_inputs.vector(known, "output_shape", "Conv2DBackpropInput")
+        count = primitives.vector(known, "output_shape", "Conv2DBackpropInput")
         sizes = known
     else:
         value = output_shape if known is None else known
@@ -714,7 +712,7 @@ def conv2d_transpose(input, filters, output_shape, strides, padding="SAME", data
             out_shape = [out_shape[0], out_shape[2], out_shape[3], out_shape[1]]
         sizes = Tensor(np.asarray(out_shape, np.int32))
     elif cf:
-        sizes = array_ops.gather(sizes, [0, 2, 3, 1])
+        sizes = scatter_ops.gather(sizes, [0, 2, 3, 1])
     y = execute(_conv2d_backprop_input, (sizes, w, _to_channels_last(x, cf)),
                 {"strides": strides, "padding": padding, "dilations": dilations})
     return _from_channels_last(y, cf)
@@ -754,7 +752,7 @@ def _pool_shape(x, *_, ksize, strides, padding):
     xs = tuple(x.shape)
     if len(xs) != 4:
         raise ValueError(f"pooling input must be 4-dimensional [N, H, W, C], got shape {list(xs)}")
-    return [size_inputs.meta((xs[0], *_windowed_sizes(xs[1:3], ksize, strides, _NO_DILATION, padding), xs[3]),
+    return [primitives.meta((xs[0], *_windowed_sizes(xs[1:3], ksize, strides, _NO_DILATION, padding), xs[3]),
                                x.dtype)]
 
 
@@ -762,7 +760,7 @@ def _max_pool_grad_shape(x, *_, **__):
     """x's shape, of rank 4 (TF's UnchangedShapeWithRank 4)."""
     if len(x.shape) != 4:
         raise ValueError(f"MaxPoolGrad input must be 4-dimensional [N, H, W, C], got shape {list(x.shape)}")
-    return [size_inputs.meta(x.shape, x.dtype)]
+    return [primitives.meta(x.shape, x.dtype)]
 
 
 @op("MaxPool", dtypes=REAL_TYPES, shape=_pool_shape)
@@ -848,8 +846,8 @@ def _pool_batch(kernel):
     """Pooling ops of images only (MaxPool, AvgPool, MaxPoolGrad, MaxPoolGradGrad): the batch folded
     into N, inputs shared by every example repeated (Note [batched convolutions])."""
     def rule(xs, batched, **attrs):
-        size = vectorization.batch_size_of(next(x for x, b in zip(xs, batched) if b))
-        xs = vectorization.stacked_all(xs, batched, size)
+        size = primitives.batch_size_of(next(x for x, b in zip(xs, batched) if b))
+        xs = primitives.stacked_all(xs, batched, size)
         y = execute(kernel, [_merge(x, 0) for x in xs], attrs)
         return _split(y, 0, size, _dims(xs[0])[1]), True
     return rule
@@ -864,7 +862,7 @@ def _avg_pool_grad_batch(xs, batched, **attrs):
     sizes, dy = xs
     if batched[0]:
         raise batching.NotBatchable                     # an input shape per example
-    size = vectorization.batch_size_of(dy)
+    size = primitives.batch_size_of(dy)
     dx = execute(_avg_pool_grad, (_scaled(sizes, 0, size), _merge(dy, 0)), attrs)
     return _split(dx, 0, size, _dims(dy)[1]), True
 
@@ -924,13 +922,13 @@ def _pool1d(fn, input, ksize, strides, padding, data_format):  # noqa: A002
     if known_rank(x, "MaxPool" if fn is max_pool2d else "AvgPool") != 3:
         raise ValueError(f"input must be 3-dimensional [N, W, C], got shape {list(x._value.shape)}")
     if cf:
-        x = array_ops.transpose(x, (0, 2, 1))
+        x = primitives.transpose(x, (0, 2, 1))
     if not isinstance(padding, str):
         padding = [[0, 0], [0, 0]] + [list(p) for p in (padding[1:] if not cf else [padding[2], padding[1]])]
     k = _spatial(ksize, "ksize", 1, cf, "MaxPool")
     st = _spatial(strides, "strides", 1, cf, "MaxPool")
     y = _drop_height(fn(_insert_height(x), (1, k[0]), (1, st[0]), padding))
-    return array_ops.transpose(y, (0, 2, 1)) if cf else y
+    return primitives.transpose(y, (0, 2, 1)) if cf else y
 
 
 @tf_export("nn.max_pool1d")

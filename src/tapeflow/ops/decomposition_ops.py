@@ -14,13 +14,17 @@ import numpy as np
 
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.shapes.matrix_shape_rules import (
+    matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims,
+)
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import join_ops, math_ops
+from tapeflow.ops.core import primitives
 from tapeflow.ops.linalg_ops import (
     LAPACK_TYPES, MATRIX_BATCH, _band_op, _diag_op, _diag_part_op, _set_diag_op, adjoint, check_matrix, lapack_input,
     safe_reciprocal, triangular_solve,
 )
-from tapeflow.framework.shapes.matrix_shape_rules import matrix_rank_at_least_2, merge_dims, meta as _meta, min_dim, square_dims
+from tapeflow.ops.core import basic_ops
 
 Qr = collections.namedtuple("Qr", ["q", "r"])
 
@@ -34,26 +38,26 @@ def _split_columns(x, count, total=None):
     total = x._value.shape[-1] if total is None else total
     if count == total:
         return x, None
-    return array_ops._split_op(x, (count, total - count), x._value.ndim - 1)
+    return join_ops._split_op(x, (count, total - count), x._value.ndim - 1)
 
 
 def _gaps(values):
     """G[..., i, j] = values[..., j] - values[..., i]."""
-    return array_ops.expand_dims(values, -2) - array_ops.expand_dims(values, -1)
+    return primitives.expand_dims(values, -2) - primitives.expand_dims(values, -1)
 
 
 def _scale_columns(x, values):
     """x @ diag(values), without forming the diagonal matrix."""
-    return x * array_ops.expand_dims(values, -2)
+    return x * primitives.expand_dims(values, -2)
 
 
 def _scale_rows(x, values):
     """diag(values) @ x."""
-    return x * array_ops.expand_dims(values, -1)
+    return x * primitives.expand_dims(values, -1)
 
 
 def _cast_like(x, like):
-    return math_ops.cast(x, like.dtype) if x.dtype != like.dtype else x
+    return basic_ops.cast(x, like.dtype) if x.dtype != like.dtype else x
 
 
 # -- eigh -------------------------------------------------------------------
@@ -87,7 +91,7 @@ def _self_adjoint_eig_grad(op, de, dv):
     e, v = op.outputs
     inner = _diag_op(de)
     if op.get_attr("compute_v"):
-        f = _set_diag_op(safe_reciprocal(_gaps(e)), math_ops.zeros_like(e))
+        f = _set_diag_op(safe_reciprocal(_gaps(e)), basic_ops.zeros_like(e))
         inner = inner + f * _mm(v, dv, adjoint_a=True)
     else:
         v = eigh(a)[1]
@@ -185,7 +189,7 @@ def _svd_grad_wide(a, s, u, v, ds, du, dv, rows):
     dv1, dv2 = _split_columns(dv, rows)
     sc = _cast_like(s, a)
     # F_ij = 1 / (s_j^2 - s_i^2) off the diagonal: how U and V rotate as A moves.
-    f = _cast_like(_set_diag_op(safe_reciprocal(_gaps(s * s)), math_ops.zeros_like(s)), a)
+    f = _cast_like(_set_diag_op(safe_reciprocal(_gaps(s * s)), basic_ops.zeros_like(s)), a)
     j = f * _mm(u, du, adjoint_a=True)
     k = f * _mm(v1, dv1, adjoint_a=True)
     j, k = j + adjoint(j), k + adjoint(k)
@@ -263,7 +267,7 @@ def _qr_grad(op, dq, dr):
     u, _ = _split_columns(r, rows)
     du, dw = _split_columns(dr, rows, cols)
     dx = _qr_grad_tall(q, u, dq + _mm(y, dw, adjoint_b=True), du)
-    return array_ops.concat([dx, _mm(q, dw)], -1)
+    return join_ops.concat([dx, _mm(q, dw)], -1)
 
 
 def _qr_grad_tall(q, r, dq, dr):
@@ -274,7 +278,7 @@ def _qr_grad_tall(q, r, dq, dr):
     if q.dtype.is_complex:
         # only the real part of the diagonal is determined (R has a real diagonal)
         d = _diag_part_op(m)
-        sym = sym + _diag_op(d - math_ops.cast(math_ops.real(d), q.dtype))
+        sym = sym + _diag_op(d - basic_ops.cast(math_ops.real(d), q.dtype))
     b = dq + _mm(q, sym)
     return adjoint(triangular_solve(r, adjoint(b), lower=False))       # B R^-H
 

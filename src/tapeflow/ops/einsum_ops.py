@@ -16,7 +16,7 @@ its ellipses and makes it canonical when the graph runs.  The gradient of such
 an op (or of an operand with unknown sizes) is one einsum whose output puts
 repeated labels on a diagonal (the kernel writes them there) and takes the
 sizes of labels summed only by that operand from a ones tensor shaped like it;
-broadcast dims are then summed away with `grad_util.sum_like`.  The static
+broadcast dims are then summed away with `primitives.sum_like`.  The static
 shape comes from `_einsum_shape`, TensorFlow's shape function.
 """
 
@@ -30,16 +30,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops import vectorization
-from tapeflow.ops.grad_util import sum_like
-from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.framework.shapes.matrix_shape_rules import broadcast_dims, merge_dims, meta
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops
-from tapeflow.ops.core import batching
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.half import computes_in_float32
+from tapeflow.ops.core.primitives import sum_like
+from tapeflow.ops.core import basic_ops
 
 _LETTERS = string.ascii_letters
 _FORMAT = re.compile(r"^([a-zA-Z,.]*)(->[a-zA-Z.]*)?$")
@@ -181,7 +179,7 @@ def _einsum_grad(op, dy):
         if k in skip:
             grads.append(None)
             continue
-        others = [math_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
+        others = [basic_ops.conj(t) for j, t in enumerate(op.inputs) if j != k]   # d/dx_k: dy with the others
         other_subs = [s for j, s in enumerate(subs) if j != k]
         if "." in equation or None in x._value.shape:
             grads.append(_operand_grad_at_run_time(dy, out, others, other_subs, subs[k], x))
@@ -198,12 +196,12 @@ def _operand_grad(dy, out, others, other_subs, own, shape):
     kept = "".join(c for c in unique if c in reachable)
     g = _einsum_op(",".join([out] + other_subs) + "->" + kept, [dy] + others)
     if kept != unique:                                   # labels only this operand summed over
-        g = array_ops.broadcast_to(array_ops.reshape(g, tuple(size[c] if c in kept else 1 for c in unique)),
+        g = primitives.broadcast_to(primitives.reshape(g, tuple(size[c] if c in kept else 1 for c in unique)),
                                    tuple(size[c] for c in unique))
     if unique != own:                                    # repeated labels: place g on the diagonal
         firsts = [own.index(c) == p for p, c in enumerate(own)]
-        g = array_ops.reshape(g, tuple(d if first else 1 for d, first in zip(shape, firsts, strict=True)))
-        g = array_ops.broadcast_to(g, shape) * Tensor(_diagonal_mask(own, shape).astype(g._value.dtype))
+        g = primitives.reshape(g, tuple(d if first else 1 for d, first in zip(shape, firsts, strict=True)))
+        g = primitives.broadcast_to(g, shape) * Tensor(_diagonal_mask(own, shape).astype(g._value.dtype))
     return g
 
 
@@ -223,7 +221,7 @@ def _operand_grad_at_run_time(dy, out, others, other_subs, own, x):
     if "..." in own and not own.startswith("..."):      # x with its broadcast dims first
         pos, count = own.index("..."), x._value.ndim - len(labels)
         perm = tuple(range(pos, pos + count)) + tuple(range(pos)) + tuple(range(pos + count, x._value.ndim))
-        like = array_ops._transpose_op(x, perm)
+        like = primitives._transpose_op(x, perm)
     subs, operands = [out] + other_subs, [dy] + others
     if any(c not in "".join(subs) for c in labels):
         subs.append(target)
@@ -231,7 +229,7 @@ def _operand_grad_at_run_time(dy, out, others, other_subs, own, x):
     g = _einsum_op(",".join(subs) + "->" + target, operands)
     if broadcasts:
         g = sum_like(g, like)
-    return g if perm is None else array_ops._transpose_op(g, tuple(np.argsort(perm).tolist()))
+    return g if perm is None else primitives._transpose_op(g, tuple(np.argsort(perm).tolist()))
 
 
 def _diagonal_mask(subs, shape):

@@ -38,8 +38,9 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import ALL, NOT_DIFFERENTIABLE
+from tapeflow.ops.core import basic_ops
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import join_ops, math_ops
 
 _TRAINABLE = dtypes.TRAINABLE_NP
 
@@ -88,7 +89,7 @@ def zeros(shape, np_dtype):
 
 
 def zeros_like(t):
-    return math_ops.zeros_like(t)
+    return basic_ops.zeros_like(t)
 
 
 def num_elements(grad):
@@ -116,8 +117,8 @@ def aggregate(grads):
         return math_ops.add_n(grads)
     if any(type(g) is not IndexedSlices for g in grads):
         return math_ops.add_n([convert_to_tensor(g) for g in grads])
-    return IndexedSlices(array_ops.concat([g.values for g in grads], 0),
-                         array_ops.concat([g.indices for g in grads], 0), grads[0].dense_shape)
+    return IndexedSlices(join_ops.concat([g.values for g in grads], 0),
+                         join_ops.concat([g.indices for g in grads], 0), grads[0].dense_shape)
 
 
 # -- applying one rule ------------------------------------------------------------

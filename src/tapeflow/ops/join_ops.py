@@ -1,12 +1,12 @@
 """Joins, splits and pads: `stack`, `unstack`, `concat`, `split`, `pad`.
 
 Axes and sizes are static attrs; in graphs, split sizes known only when the
-graph runs are an int tensor input (Note [size inputs] in `ops/size_inputs`),
+graph runs are an int tensor input (Note [size inputs] in `ops/core/primitives.py`),
 and the gradient of a concat whose sizes are unknown until then slices its
 inputs' blocks at offsets read when the graph runs.  A pad joins the input
 with constant or mirrored borders; its gradient is the inner block of `dy`
 (with the mirrored borders folded back onto it).  No gradient here reads an
-input's value (Note [static shapes in gradients] in grad_util).
+input's value (Note [static shapes in gradients] in ops/core/primitives.py).
 """
 
 import builtins
@@ -16,126 +16,18 @@ import numpy as np
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
-from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.framework.tensor import Tensor, _contains_tensor, convert_to_tensor
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
-from tapeflow.ops.array_ops import _axis_attr, _dense, _shape_error, _shape_str, identity
-from tapeflow.framework.shapes.known_values import concat_value, pack_value, unpack_value
-from tapeflow.ops.constructor_ops import _int_input, int_input
-from tapeflow.ops.grad_util import shape_tensor
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.framework.shapes.shape_rules import merge_shapes
-from tapeflow.ops import array_ops, math_ops, scatter_ops, slicing_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.ops.core import batching
-
-
-def _pack_shape(*xs, axis):
-    """The inputs' shapes merged, with a new axis of size len(xs) at `axis`."""
-    shape = merge_shapes([x.shape for x in xs], "Shapes of all inputs to Pack must match")
-    return [Meta(shape[:axis] + (len(xs),) + shape[axis:], xs[0].dtype)]
-
-
-@op("Pack", shape=_pack_shape, value_rule=pack_value, jvp=LINEAR)
-def _pack(*xs, axis):
-    shape = xs[0].shape
-    for i, x in enumerate(xs):
-        if x.shape != shape:
-            raise ValueError(f"Shapes of all inputs must match: values[0].shape = {_shape_str(shape)} != "
-                             f"values[{i}].shape = {_shape_str(x.shape)}")
-    return np.stack(xs, axis=axis)
-
-
-@_pack.def_batch
-def _pack_batch(xs, batched, axis):
-    return execute(_pack, _stacked_inputs(xs, batched), {"axis": axis + 1}), True
-
-
-def _stacked_inputs(xs, batched):
-    """Every input stacked (the shared ones repeated for each example: a view, eagerly)."""
-    return vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
-
-
-@_pack.def_grad(reads_inputs=False)
-def _pack_grad(op, dy):
-    return unstack(_dense(dy), num=len(op.inputs), axis=op.get_attr("axis"))   # split back along the new axis
-
-
-@tf_export("stack")
-def stack(values, axis=0, name="stack"):
-    """Stacks same-shaped tensors along a new axis.
-
-    Raises:
-      ValueError: an axis out of range.
-      InvalidArgumentError: shapes differ.
-    """
-    if not values:
-        return Tensor(np.zeros(0, np.float32))
-    if axis == 0 and not _contains_tensor(values):
-        try:
-            return convert_to_tensor(values)            # plain values: one dtype for the whole list
-        except ValueError:
-            if any(v is None for v in values):
-                raise
-            # mixed types ([1, "a"]): converted one by one to the first's dtype, TypeError like TF's
-    xs = convert_inputs(values, list_of="Pack")
-    rank_ = known_rank(xs[0], "Pack")
-    shape_rules.check_rank(rank_ + 1, "Pack")
-    if not -rank_ - 1 <= axis <= rank_:
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_ - 1}, {rank_ + 1})")
-    return execute(_pack, xs, {"axis": axis % (rank_ + 1)})
-
-
-def _unpack_shape(x, num, axis):
-    """`num` outputs of x's shape without `axis` (whose size, when known, is `num`)."""
-    if x.shape[axis] not in (None, num):
-        raise ValueError(f"Dimension {axis} of the input to Unpack has size {x.shape[axis]}, not num = {num}: "
-                         f"shape {list(x.shape)}")
-    return [Meta(x.shape[:axis] + x.shape[axis + 1:], x.dtype)] * num
-
-
-@op("Unpack", same_dtype=False, num_outputs=-1, shape=_unpack_shape, value_rule=unpack_value, jvp=LINEAR)
-def _unpack(x, num, axis):
-    moved = np.moveaxis(x, axis, 0) if axis else x
-    return tuple(moved[i, ...] for i in range(num))     # `...` keeps 0-d pieces arrays
-
-
-@_unpack.def_batch
-def _unpack_batch(xs, batched, num, axis):
-    return execute(_unpack, xs, {"num": num, "axis": axis + 1}), True
-
-
-@_unpack.def_grad(reads_inputs=False)
-def _unpack_grad(op, *dys):
-    return stack([_dense(d) for d in dys], axis=op.get_attr("axis"))   # restack the pieces
-
-
-@tf_export("unstack")
-def unstack(value, num=None, axis=0, name="unstack"):
-    """Splits a tensor along `axis` into a list of tensors of one rank less.
-
-    Raises:
-      ValueError: `axis` out of range (scalars cannot be unstacked).
-      InvalidArgumentError: `num` differs from the size of `axis`.
-    """
-    x = convert_to_tensor(value)
-    rank_ = known_rank(x, "Unpack")
-    if axis < -rank_ or axis >= rank_:                  # a NaN axis passes, as in TensorFlow (then fails indexing)
-        raise ValueError(f"Argument `axis` = {axis} not in range [{-rank_}, {rank_})")
-    axis %= rank_
-    n = x._value.shape[axis]
-    if n is None:                                       # unknown while the graph is built
-        if num is None:
-            raise ValueError(f"Cannot infer argument `num` from shape {x.shape}")
-        n = num
-    if num is not None and num != n:
-        raise _shape_error("Unpack", f"Input shape axis {axis} must equal {num}, got shape "
-                                     f"{_shape_str(x._value.shape)}")
-    if n == 0:
-        return []
-    return list(execute(_unpack, (x,), {"num": n, "axis": axis}))
+from tapeflow.framework.op_def import LINEAR, convert_inputs, execute, op, raise_type_mismatch
+from tapeflow.framework.shapes.known_values import concat_value
+from tapeflow.framework.shapes.shape_rules import merge_shapes
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import math_ops, scatter_ops, slicing_ops
+from tapeflow.ops.array_ops import _axis_attr, identity
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.arguments import _int_input, _shape_error, _shape_str, int_input
+from tapeflow.ops.core.primitives import _dense, _stacked_inputs, shape_tensor
+from tapeflow.ops.core import basic_ops
 
 
 def _concat_shape(*xs, axis):
@@ -191,8 +83,8 @@ def _concat_grad_sparse(dy, xs, sizes, axis):
     grads, start = [], 0
     for x, n in zip(xs, sizes, strict=True):
         inside = math_ops.logical_and(math_ops.greater_equal(dy.indices, start), math_ops.less(dy.indices, start + n))
-        rows = array_ops.reshape(math_ops.where(inside), [-1])
-        indices = scatter_ops.gather(dy.indices, rows) - math_ops.cast(start, dy.indices.dtype)
+        rows = primitives.reshape(math_ops.where(inside), [-1])
+        indices = scatter_ops.gather(dy.indices, rows) - basic_ops.cast(start, dy.indices.dtype)
         grads.append(IndexedSlices(scatter_ops.gather(dy.values, rows), indices, shape_tensor(x)))
         start += n
     return grads
@@ -252,7 +144,7 @@ def _split_even_shape(x, num_split, axis):
         raise ValueError(f"Dimension size must be evenly divisible by {num_split} but is {n} for 'Split' "
                          f"(split_dim {axis}) [Op:Split]")
     shape[axis] = None if n is None else n // num_split
-    return [size_inputs.meta(shape, x.dtype)] * num_split
+    return [primitives.meta(shape, x.dtype)] * num_split
 
 
 @op("Split", same_dtype=False, num_outputs=-1, shape=_split_even_shape, jvp=LINEAR)
@@ -284,7 +176,7 @@ def _split_sizes(sizes, n):
 def _split_shape(x, sizes, axis):
     """In graphs: the split axis gets the known sizes (all unknown unless every size is known, as in TF)."""
     shape = list(x._value.shape)
-    parts = size_inputs.vector(sizes, "num_or_size_splits", "SplitV")
+    parts = primitives.vector(sizes, "num_or_size_splits", "SplitV")
     n = shape[axis]
     known = sum(p for p in parts if p not in (None, -1))
     if None in parts:
@@ -297,7 +189,7 @@ def _split_shape(x, sizes, axis):
     elif n is not None and known != n:
         raise ValueError(f"The sizes of the outputs of SplitV add up to {known}, not to the size {n} of dimension "
                          f"{axis} of the input [Op:SplitV]")
-    return [size_inputs.meta(shape[:axis] + [p] + shape[axis + 1:], x._value.dtype) for p in parts]
+    return [primitives.meta(shape[:axis] + [p] + shape[axis + 1:], x._value.dtype) for p in parts]
 
 
 @op("SplitV", same_dtype=False, num_outputs=-1, shape=_split_shape, shape_reads_inputs=True, jvp=LINEAR)
@@ -358,7 +250,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
         raise ValueError("Rank-0 tensors are not supported as the num_or_size_splits argument to split (give an "
                          f"int or a list of sizes). Argument provided: {splits}")
     # sizes are converted without a dtype: floats fail the dtype check (Note [int inputs])
-    sizes = size_inputs.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV", "any"))
+    sizes = primitives.ints_or_tensor(splits, "num_or_size_splits", "SplitV", _int_input("SplitV", "any"))
     if isinstance(sizes, Tensor):
         return _split_dynamic(x, sizes, axis, num)
     sizes = list(sizes)
@@ -396,12 +288,12 @@ def _split_dynamic(x, sizes, axis, num):
 def _padded_shape(x, paddings, sign, op_type):
     """In graphs: each size plus (sign 1) or minus (-1) its paddings, unknown unless all three are known."""
     shape = tuple(x._value.shape)
-    rows = size_inputs.matrix(paddings, "paddings", op_type)
+    rows = primitives.matrix(paddings, "paddings", op_type)
     if len(rows) != len(shape) or any(len(r) != 2 for r in rows):
         raise ValueError(f"The first dimension of paddings must be the rank of inputs: paddings of shape "
                          f"[{len(rows)}, 2] for an input of shape {list(shape)} [Op:{op_type}]")
     dims = [None if d is None or b is None or a is None else d + sign * (b + a) for d, (b, a) in zip(shape, rows)]
-    return [size_inputs.meta(dims, x._value.dtype)]
+    return [primitives.meta(dims, x._value.dtype)]
 
 
 def _pad_shape(x, constant_values, paddings):
@@ -419,13 +311,13 @@ def _pad_batch(xs, batched, paddings=None):
     xs, attrs = _pads_batch(xs, batched, 2, paddings)
     x, value = xs[0], xs[1]
     if not batched[0]:
-        x = vectorization.broadcast_batch(x, vectorization.batch_size_of(value))
+        x = primitives.broadcast_batch(x, primitives.batch_size_of(value))
     if not batched[1]:
         return execute(_pad, [x] + xs[1:], attrs), True
     # a value per example: pad with zeros, then each example's value outside the input's block
     inside = execute(_pad, [math_ops.ones_like(x, dtype=bool), Tensor(np.zeros((), bool))] + xs[2:], attrs)
     padded = execute(_pad, [x, Tensor(np.zeros((), x._value.dtype))] + xs[2:], attrs)
-    return math_ops.where(inside, padded, vectorization.insert_axes(value, 1, x._value.ndim - 1)), True
+    return math_ops.where(inside, padded, primitives.insert_axes(value, 1, x._value.ndim - 1)), True
 
 
 def _pads_batch(xs, batched, at, paddings):
@@ -558,7 +450,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     op_type = "Pad" if mode == "CONSTANT" else "MirrorPad"
     known_rank(x, op_type)
     if state.graphs:
-        known = size_inputs.sizes_or_tensor(paddings, "paddings", op_type)
+        known = primitives.sizes_or_tensor(paddings, "paddings", op_type)
         if isinstance(known, Tensor):
             return _pad_dynamic(x, known, mode, constant_values)
         paddings = paddings if known is None else known

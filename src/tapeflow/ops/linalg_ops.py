@@ -19,17 +19,16 @@ import scipy.linalg
 from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
-from tapeflow.ops.grad_util import binary_grads, zeros_of
 from tapeflow.framework.shapes.matrix_shape_rules import (
     broadcast_dims, matrix_rank_at_least_2, merge_dims, meta as _meta, per_matrix_shape, shapes_str, square_dims,
     square_matrix_shape,
 )
-from tapeflow.ops.core import batching
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import array_ops, math_ops, unary_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.primitives import binary_grads, zeros_of
+from tapeflow.ops.core import basic_ops
 
 # TensorFlow's allowed types for the LAPACK-backed kernels.
 LAPACK_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
@@ -57,7 +56,7 @@ def swap_last(x):
     if rank < 2:
         raise ValueError(f"Argument `a` should be a (batch) matrix with rank >= 2.  Received shape: {x._value.shape}")
     perm = tuple(range(rank - 2)) + (rank - 1, rank - 2)
-    return array_ops._transpose_op(x, perm)
+    return primitives._transpose_op(x, perm)
 
 
 @tf_export("linalg.adjoint")
@@ -69,7 +68,7 @@ def adjoint(matrix, name=None):
     array([[1.-1.j, 3.-0.j],
            [2.-0.j, 4.-0.j]])
     """
-    return math_ops.conj(swap_last(convert_to_tensor(matrix)))
+    return basic_ops.conj(swap_last(convert_to_tensor(matrix)))
 
 
 @tf_export("linalg.matrix_transpose")
@@ -80,7 +79,7 @@ def matrix_transpose(a, name="matrix_transpose", conjugate=False):
       ValueError: `a` has rank below 2.
     """
     out = swap_last(convert_to_tensor(a))
-    return math_ops.conj(out) if conjugate else out
+    return basic_ops.conj(out) if conjugate else out
 
 
 def safe_reciprocal(x, epsilon=1e-20):
@@ -102,7 +101,7 @@ MATRIX_BATCH = batching.FamilyRule(_over_leading_axes)      # the batching prese
 
 def _expand2(x):
     """x[..., None, None]: a per-matrix scalar broadcast over its matrix."""
-    return array_ops.expand_dims(array_ops.expand_dims(x, -1), -1)
+    return primitives.expand_dims(primitives.expand_dims(x, -1), -1)
 
 
 # -- diagonals and bands ------------------------------------------------------
@@ -228,7 +227,7 @@ def _matrix_set_diag(x, diagonal, k):
 
 @_matrix_set_diag.def_batch
 def _matrix_set_diag_batch(xs, batched, k):
-    x, d = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+    x, d = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
     return _set_diag_op(x, d, k), True                 # the batch dims of x and the diagonal must agree
 
 
@@ -333,7 +332,7 @@ def band_part(input, num_lower, num_upper, name=None):  # noqa: A002
 @tf_export("linalg.trace")
 def trace(x, name=None):
     """The sum of the main diagonal of each matrix (shape `x.shape[:-2]`)."""
-    return math_ops.reduce_sum(diag_part(x), axis=-1)
+    return primitives.reduce_sum(diag_part(x), axis=-1)
 
 
 @tf_export("linalg.matvec")
@@ -345,7 +344,7 @@ def matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_spa
     array([2., 6.], dtype=float32)
     """
     a, b = convert_inputs((a, b))
-    out = math_ops.matmul(a, array_ops.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    out = math_ops.matmul(a, primitives.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
     return array_ops.squeeze(out, -1)
 
 
@@ -393,7 +392,7 @@ def _matrix_determinant(a):
 @_matrix_determinant.def_grad(reads_inputs=True, reads_outputs=True)
 def _matrix_determinant_grad(op, dy):
     c = op.outputs[0]                                       # d det A = det A tr(A^-1 dA)
-    return _expand2(dy * math_ops.conj(c)) * inv(op.inputs[0], adjoint=True)
+    return _expand2(dy * basic_ops.conj(c)) * inv(op.inputs[0], adjoint=True)
 
 
 @tf_export("linalg.det")
@@ -443,7 +442,7 @@ def logdet(matrix, name=None):
     1.09861
     """
     chol = cholesky(matrix)
-    return 2.0 * math_ops.reduce_sum(math_ops.log(math_ops.real(diag_part(chol))), axis=-1)
+    return 2.0 * primitives.reduce_sum(math_ops.log(math_ops.real(diag_part(chol))), axis=-1)
 
 
 # -- Cholesky and solves -----------------------------------------------------
@@ -527,7 +526,7 @@ def _matrix_solve(a, b, adjoint):
 def _matrix_solve_batch(xs, batched, adjoint):
     a, b = xs
     if batched[0]:                                      # the batch dims of matrix and rhs must agree
-        a, b = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(a))
+        a, b = primitives.stacked_all(xs, batched, primitives.batch_size_of(a))
         return execute(_matrix_solve, (a, b), {"adjoint": adjoint}), True
     return _solve_columns(a, b, adjoint), True
 
@@ -536,11 +535,11 @@ def _solve_columns(a, b, adjoint):
     """A shared matrix against a batch of right-hand sides [B, ..., M, K]: one solve of the examples'
     columns side by side, [..., M, B * K] (one factorization)."""
     n = b._value.ndim - 1                               # the example rank
-    dims = tuple(size_inputs.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
-    cols = array_ops._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
-    out = execute(_matrix_solve, (a, array_ops.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
-    out = array_ops.reshape(out, dims[1:n] + (dims[0], dims[n]))
-    return array_ops._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
+    dims = tuple(primitives.dims_of(b))              # ints, or scalar tensors where unknown (graphs)
+    cols = primitives._transpose_op(b, tuple(range(1, n)) + (0, n))                   # [..., M, B, K]
+    out = execute(_matrix_solve, (a, primitives.reshape(cols, dims[1:n] + (dims[0] * dims[n],))), {"adjoint": adjoint})
+    out = primitives.reshape(out, dims[1:n] + (dims[0], dims[n]))
+    return primitives._transpose_op(out, (n - 1,) + tuple(range(n - 1)) + (n,))
 
 
 @_matrix_solve.def_grad(reads_inputs=(0,), reads_outputs=True)
@@ -623,9 +622,9 @@ def _substitute(tri, rhs, lower, batch):
 
 @_matrix_triangular_solve.def_batch
 def _matrix_triangular_solve_batch(xs, batched, lower, adjoint):
-    a, b = vectorization.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
+    a, b = primitives.align_ranks(xs, batched)            # batch dims broadcast: a shared 2-D matrix is one solve
     if a._value.ndim > b._value.ndim:                   # (NumPy 1.x reads an rhs of one rank less as vectors)
-        b = vectorization.insert_axes(b, 0, a._value.ndim - b._value.ndim)
+        b = primitives.insert_axes(b, 0, a._value.ndim - b._value.ndim)
     return execute(_matrix_triangular_solve, (a, b), {"lower": lower, "adjoint": adjoint}), True
 
 
@@ -685,7 +684,7 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     # graph runs.  Both are formed, each on a Gram matrix replaced by the identity when
     # it is not the one used (so the unused side stays finite, and its zero gradient
     # stays zero, even where its Gram matrix is singular), and the used result is selected.
-    dims = constructor_ops.shape(a)
+    dims = basic_ops.shape(a)
     tall = math_ops.greater_equal(dims[-2], dims[-1])
     over = _overdetermined(a, b, l2_regularizer, used=tall)
     under = _underdetermined(a, b, l2_regularizer, used=math_ops.logical_not(tall))
@@ -708,10 +707,10 @@ def _regularized_gram_cholesky(a, l2, first_kind, used=None):
     unknown size])."""
     gram = _mm(a, a, adjoint_a=first_kind, adjoint_b=not first_kind)
     if isinstance(l2, Tensor) or l2 != 0:          # l2 added to the diagonal
-        gram = _set_diag_op(gram, _diag_part_op(gram) + math_ops.cast(l2, a.dtype))
+        gram = _set_diag_op(gram, _diag_part_op(gram) + basic_ops.cast(l2, a.dtype))
     if used is not None:
         diagonal = _diag_part_op(gram)
-        identity = _set_diag_op(math_ops.zeros_like(gram), math_ops.ones_like(diagonal))
+        identity = _set_diag_op(basic_ops.zeros_like(gram), math_ops.ones_like(diagonal))
         gram = math_ops.where(used, gram, identity)
     return cholesky(gram)
 
@@ -736,11 +735,11 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
         raise TypeError(f"l2_normalize needs a floating point or complex tensor, got {x.dtype.name}; cast it first.")
     if x.dtype.is_complex:
         re, im = math_ops.real(x), math_ops.imag(x)
-        inv_norm = _inverse_norm(math_ops.reduce_sum(re * re + im * im, axis, keepdims=True), epsilon)
+        inv_norm = _inverse_norm(primitives.reduce_sum(re * re + im * im, axis, keepdims=True), epsilon)
         return math_ops.complex(re * inv_norm, im * inv_norm)
-    return x * _inverse_norm(math_ops.reduce_sum(x * x, axis, keepdims=True), epsilon)
+    return x * _inverse_norm(primitives.reduce_sum(x * x, axis, keepdims=True), epsilon)
 
 
 def _inverse_norm(square_sum, epsilon):
     floor = Tensor(np.asarray(epsilon, square_sum._value.dtype))
-    return math_ops.reciprocal(math_ops.sqrt(math_ops.maximum(square_sum, floor)))
+    return math_ops.reciprocal(unary_ops.sqrt(math_ops.maximum(square_sum, floor)))

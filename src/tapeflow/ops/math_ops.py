@@ -2,52 +2,45 @@
 casts, comparisons, logical ops, `where` and `matmul`.
 
 Each op's kernel and its gradient sit together; gradients use tapeflow ops
-only, so they can be differentiated again.  The rest of the family lives in
-`unary_ops` (elementwise functions of one tensor), `reduction_ops` (reductions,
-arg-reductions, scans, top_k) and `segment_ops`; this module re-exports them,
-so `math_ops.<name>` reaches every op of `tf.math`.
+only, so they can be differentiated again.  The unary ops that arithmetic's own
+rules need (`negative`, `square`, `reciprocal`, `log`) are here too; the rest of
+the family sits above this module: `unary_ops` (elementwise functions of one
+tensor), `special_math_ops`, `reduction_ops` (reductions, arg-reductions, scans,
+top_k) and `segment_ops`.  Casts, `conj`, `real`/`imag` helpers and `reduce_sum`
+are primitives of the ops core (ops/core/primitives.py).
 
 Ops are declared with the family presets of `ops/core/presets` (`unary_op`,
 `binary_op`, `comparison_op`, `reduction_op`): each declaration carries the
 op's static shape and dtype rule (inputs of unknown rank included), so no
 kernel runs while a graph is built, and its `def_grad` says which input and
 output values the gradient reads (Note [saved inputs] in framework/op_def.py).
-
-Note [module split]: `unary_ops`, `reduction_ops` and `segment_ops` import the
-names they need from this module at their top, and this module imports theirs
-at its bottom (so rules anywhere can write `math_ops.exp`; the public names
-come from `tf_export`).  `tapeflow/ops/__init__` imports this module before the
-siblings, so by the time they run, everything above the bottom imports exists.
 """
 
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
-from tapeflow.framework.errors import InvalidArgumentError, UnimplementedError
 from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES, REAL_TYPES
+from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, _tf_name, execute, op, raise_type_mismatch
-from tapeflow.framework.shapes.known_values import cast_value
-from tapeflow.framework.shapes.symbolic_tensors import is_static
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import vectorization
+from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import _NO_ATTRS, ALL, LINEAR, convert_like, execute, op, raise_type_mismatch
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, half, primitives
+from tapeflow.ops.core.arguments import check_list_entries
+from tapeflow.ops.core.batching import _sized_by_values
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
-from tapeflow.ops.grad_util import binary_grads, unbroadcast
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
+from tapeflow.ops.core.primitives import binary_grads, unbroadcast
+from tapeflow.ops.core.basic_ops import _COMPLEX_NP, _conj_if_complex, _filled_like, cast, conj, zeros_like
 
-_COMPLEX_NP = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
 _SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
+_SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
 
 
 def _is_complex(t):
     return t._value.dtype in _COMPLEX_NP
-
-
-def _conj_if_complex(t):
-    return _conj(t) if t._value.dtype in _COMPLEX_NP else t
 
 
 # -- binary arithmetic -------------------------------------------------------
@@ -502,31 +495,6 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
 
 # -- complex numbers ---------------------------------------------------------
 
-@unary_op("Conj", dtypes=dtypes.COMPLEX_TYPES)
-def _conj(x):
-    return np.conj(x)
-
-
-@_conj.def_grad(reads_inputs=False)
-def _conj_grad(op, dy):
-    return conj(dy)                                   # conj is its own adjoint
-
-
-@tf_export("math.conj")
-def conj(x, name=None):
-    """Complex conjugate; real tensors are returned unchanged.
-
-    Raises:
-      TypeError: `x` is not numeric.
-    """
-    x = x if type(x) is Tensor else convert_to_tensor(x)
-    kind = x._value.dtype.kind
-    if kind == "c":
-        return _conj(x)
-    if kind == "b":
-        raise TypeError(f"Expected numeric or variant tensor, got dtype {x.dtype!r}.")
-    return x
-
 
 @unary_op("Real", dtypes=dtypes.COMPLEX_TYPES, shape=shape_rules.unary_real_shape)
 def _real(x):
@@ -611,40 +579,6 @@ def complex(real, imag, name=None):  # noqa: A001 - TensorFlow's public name
 
 # -- casts and comparisons ----------------------------------------------------
 
-@unary_op("Cast", same_dtype=False, shape=shape_rules.cast_shape, value_rule=cast_value, accepts_indexed_slices=True)
-def _cast(x, DstT):
-    if (x.dtype.kind == "T") != (DstT.kind == "T"):      # strings: tf.strings.as_string / to_number
-        raise UnimplementedError(None, "Cast", f"Cast {_tf_name(x.dtype)} to {_tf_name(DstT)} is not supported "
-                                 "[Op:Cast]")
-    if x.dtype.kind == "c" and DstT.kind != "c":
-        x = np.real(x)
-    return half.astype(np.asarray(x), DstT) if x.dtype != DstT else x     # Note [half precision]
-
-
-@_cast.def_grad(reads_inputs=False)
-def _cast_grad(op, dy):
-    src = op.inputs[0]._value.dtype
-    if src not in dtypes.TRAINABLE_NP or dy.dtype._np not in dtypes.TRAINABLE_NP:
-        return None                                   # casts to or from integers cut the gradient
-    return cast(dy, dtypes.from_numpy(src))
-
-
-@tf_export("cast")
-def cast(x, dtype, name=None):
-    """Casts `x` to `dtype`; complex to real keeps the real part.
-
-    >>> import tapeflow as tf
-    >>> tf.cast(tf.constant([1.7, -1.7]), tf.int32).numpy()
-    array([ 1, -1], dtype=int32)
-    """
-    dtype = dtypes.as_dtype(dtype)
-    if isinstance(x, IndexedSlices):
-        return IndexedSlices(cast(x.values, dtype), x.indices, x.dense_shape)
-    x = convert_to_tensor(x)
-    if x._value.dtype == dtype._np:
-        return x
-    return execute(_cast, (x,), {"DstT": dtype._np})
-
 
 def _comparison(type_, fn, allowed):
     kernel = comparison_op(type_, dtypes=allowed)(fn)
@@ -697,7 +631,7 @@ def where(condition, x=None, y=None, name=None):
     """Elementwise choice `x if condition else y` (broadcasting); with x and y None,
     the coordinates of true elements as an int64 [n, rank] tensor."""
     if x is None and y is None:
-        return array_ops.where_indices(convert_to_tensor(condition))
+        return where_indices(convert_to_tensor(condition))
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     given = condition
@@ -722,8 +656,6 @@ def _bool_condition(value):
     if isinstance(value, (list, tuple)):
         if not value:
             return convert_to_tensor(np.zeros((0,), np.bool_))
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.slicing_ops import check_list_entries
         check_list_entries(value)
     if not state.graphs or value is None:
         return convert_to_tensor(value, dtype=dtypes.bool)
@@ -731,34 +663,6 @@ def _bool_condition(value):
         return convert_to_tensor(value, dtype=dtypes.bool)
     except (TypeError, ValueError):
         raise TypeError(f"Expected bool passed to parameter 'condition' of op 'SelectV2', got {value!r}.") from None
-
-
-@op("FillLike", same_dtype=False, shape=shape_rules.fill_like_shape, unknown_rank=True, differentiable=False,
-    batch=batching.ELEMENTWISE)
-def _fill_like(like, value, dtype):
-    if value == 0:
-        return np.zeros(np.shape(like), dtype)      # strings: empty ones (np.full would write "0")
-    return np.full(np.shape(like), value, dtype)
-
-
-def _filled_like(input, dtype, value):
-    x = input if type(input) is Tensor else convert_to_tensor(input)
-    np_dtype = x._value.dtype if dtype is None else dtypes.as_dtype(dtype)._np
-    if value and np_dtype.kind == "T":
-        raise InvalidArgumentError(None, "OnesLike", "Value for attr 'T' of string is not in the list of allowed "
-                                   "values [Op:OnesLike]")
-    shape = x._value.shape
-    if shape is None or None in shape or (state.tapes and np_dtype == x._value.dtype):
-        # Filled when the graph runs (a graph tensor of unknown shape or rank), or recorded
-        # like TensorFlow's ZerosLike/OnesLike: a tape tracing `input` traces the result.
-        return execute(_fill_like, (x,), {"value": value, "dtype": np_dtype})
-    return Tensor(np.full(shape, value, np_dtype) if value else np.zeros(shape, np_dtype))
-
-
-@tf_export("zeros_like")
-def zeros_like(input, dtype=None, name=None):  # noqa: A002
-    """Zeros with the shape (and dtype, unless given) of `input`."""
-    return _filled_like(input, dtype, 0)
 
 
 @tf_export("ones_like")
@@ -801,28 +705,28 @@ def _matmul_batch(xs, batched, transpose_a, transpose_b):
     if ranks == [2, 2] and batched != (True, True):
         return (_batched_left(a, b, transpose_a, transpose_b) if batched[0]
                 else _batched_right(a, b, transpose_a, transpose_b)), True
-    return _matmul_op(*vectorization.align_ranks(xs, batched), transpose_a, transpose_b), True
+    return _matmul_op(*primitives.align_ranks(xs, batched), transpose_a, transpose_b), True
 
 
 def _batched_left(a, b, ta, tb):
     """[B, m, k] @ [k, n] as one [B*m, k] @ [k, n] product."""
     if ta:
-        a = array_ops.transpose(a, (0, 2, 1))
-    size, (m, k) = vectorization.batch_size_of(a), a._value.shape[1:]
+        a = primitives.transpose(a, (0, 2, 1))
+    size, (m, k) = primitives.batch_size_of(a), a._value.shape[1:]
     rows = size * m if isinstance(size, int) and m is not None else -1     # -1 cannot be inferred when empty
-    out = _matmul_op(array_ops.reshape(a, (rows, k)), b, False, tb)
-    return array_ops.reshape(out, vectorization.prepend(size, (m if m is not None else -1, out._value.shape[1])))
+    out = _matmul_op(primitives.reshape(a, (rows, k)), b, False, tb)
+    return primitives.reshape(out, primitives.prepend(size, (m if m is not None else -1, out._value.shape[1])))
 
 
 def _batched_right(a, b, ta, tb):
     """[m, k] @ [B, k, n] as one [m, k] @ [k, B*n] product: (b^T a^T)^T per example, so
     out = (b' @ a^T) with b' the examples' [n, k] rows stacked, transposed back."""
-    bt = b if tb else array_ops.transpose(b, (0, 2, 1))          # [B, n, k]
-    size, (n, k) = vectorization.batch_size_of(bt), bt._value.shape[1:]
+    bt = b if tb else primitives.transpose(b, (0, 2, 1))          # [B, n, k]
+    size, (n, k) = primitives.batch_size_of(bt), bt._value.shape[1:]
     rows = size * n if isinstance(size, int) and n is not None else -1
-    out = _matmul_op(array_ops.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
-    out = array_ops.reshape(out, vectorization.prepend(size, (n if n is not None else -1, out._value.shape[1])))
-    return array_ops.transpose(out, (0, 2, 1))
+    out = _matmul_op(primitives.reshape(bt, (rows, k)), a, False, not ta)   # [B*n, m]
+    out = primitives.reshape(out, primitives.prepend(size, (n if n is not None else -1, out._value.shape[1])))
+    return primitives.transpose(out, (0, 2, 1))
 
 
 @_matmul.def_grad(reads_inputs=ALL)
@@ -910,27 +814,65 @@ def logical_xor(x, y, name="LogicalXor"):
     return logical_and(logical_or(x, y), logical_not(logical_and(x, y)))
 
 
-# -- the rest of the family (Note [module split]) ------------------------------------
+@tf_export("math.negative", "negative")
+@unary_op("Neg", dtypes=_SIGNED, into=np.negative)
+def negative(x):
+    return np.negative(x)
 
-from tapeflow.ops.unary_ops import (  # noqa: E402
-    abs, acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, exp, expm1, floor, is_finite, is_inf, is_nan,
-    log, log1p, log_sigmoid, negative, reciprocal, reciprocal_no_nan, rint, round, rsqrt, sigmoid, sign, sin,
-    sinh, softplus, softsign, sqrt, square, tan, tanh,
-)
-from tapeflow.ops.special_math_ops import (  # noqa: E402
-    bessel_i0, bessel_i0e, bessel_i1, bessel_i1e, digamma, erf, erfc, erfcinv, erfinv, lgamma, lbeta, ndtri,
-    nextafter, polygamma, polyval, zeta,
-)
-from tapeflow.ops.reduction_ops import (  # noqa: E402
-    _axes, argmax, argmin, count_nonzero, cumprod, cumsum, cumulative_logsumexp, in_top_k, is_non_decreasing,
-    is_strictly_increasing, reduce_all, reduce_any, reduce_euclidean_norm, reduce_logsumexp, reduce_max,
-    reduce_mean, reduce_min, reduce_prod, reduce_std, reduce_sum, reduce_variance, top_k, zero_fraction,
-)
-from tapeflow.ops.segment_ops import (  # noqa: E402
-    segment_max, segment_mean, segment_min, segment_prod, segment_sum, unsorted_segment_max,
-    unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod, unsorted_segment_sqrt_n,
-    unsorted_segment_sum,
-)
-from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.op_def import convert_like
-from tapeflow.ops import array_ops
+
+@negative.def_grad(reads_inputs=False)
+def _neg_grad(op, dy):
+    return -dy                                          # d(-x) = -dx
+
+
+@tf_export("math.square", "square")
+@unary_op("Square", dtypes=NUMERIC_TYPES, into=np.square)
+def square(x):
+    return np.square(x)
+
+
+@square.def_grad(reads_inputs=(0,))
+def _square_grad(op, dy):
+    return dy * (2 * _conj_if_complex(op.inputs[0]))                  # d x^2 = 2x dx
+
+
+@tf_export("math.reciprocal")
+@unary_op("Reciprocal", dtypes=INEXACT_TYPES, into=np.reciprocal)
+def reciprocal(x):
+    return np.reciprocal(x)
+
+
+@reciprocal.def_grad(reads_inputs=False, reads_outputs=True)
+def _reciprocal_grad(op, dy):
+    y = _conj_if_complex(op.outputs[0])
+    return _mul_no_nan(-y * y, dy)                      # d (1/x) = -dx / x^2; Note [zero upstream gradient]
+
+
+@tf_export("math.log")
+@unary_op("Log", dtypes=INEXACT_TYPES, into=np.log)
+def log(x):
+    return np.log(x)
+
+
+@log.def_grad(reads_inputs=(0,))
+def _log_grad(op, dy):
+    return dy * reciprocal(_conj_if_complex(op.inputs[0]))            # d log x = dx / x
+
+
+def _where_shape(condition):
+    """[count, rank] int64 coordinates; the count is known only when the graph runs."""
+    return [Meta((None, len(condition.shape)), np.dtype(np.int64))]
+
+
+@op("Where", same_dtype=False, shape=_where_shape, differentiable=False)   # integer coordinates
+def _where(condition):
+    return np.argwhere(condition).astype(np.int64)
+
+
+_where.def_batch(_sized_by_values)
+
+
+def where_indices(condition):
+    """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
+    (`tf.where` with one argument)."""
+    return execute(_where, (convert_to_tensor(condition),), {})

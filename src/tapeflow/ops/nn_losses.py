@@ -1,9 +1,7 @@
 """Cross-entropy losses of `tf.nn`: the two softmax cross-entropies (primitives
 with their own kernels and rules) and the sigmoid ones (composites).
 
-Split from `nn_ops` by concern; `nn_ops` re-exports every public name here
-(Note [module split] in math_ops.py: this module imports what it needs from
-`nn_ops` at its top, and `nn_ops` imports this one at its bottom).
+Split from `nn_ops` by concern; this module imports what it needs from `nn_ops`.
 """
 
 import numpy as np
@@ -12,20 +10,17 @@ from tapeflow.framework.dtypes import FLOATING_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import known_rank
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.grad_util import unbroadcast
+from tapeflow.framework.shapes.shape_rules import static_int
+from tapeflow.framework.shapes.symbolic_tensors import known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import math_ops, unary_ops
+from tapeflow.ops.core import batching, half, primitives
+from tapeflow.ops.core.primitives import unbroadcast
 from tapeflow.ops.nn_ops import (
     _FLOAT_NP, _log_normalizer, _log_softmax, _rows, _scalar_like, _softmax, _tensor, _unrows, _zeros_like, relu,
 )
-from tapeflow.framework.shapes.shape_rules import static_int
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
-
+from tapeflow.ops.core import basic_ops
 
 # -- softmax cross-entropies --------------------------------------------------------
 # Note [cross-entropy second output]: both ops return (loss, backprop) where
@@ -36,13 +31,13 @@ from tapeflow.ops.core import batching
 # an unused backprop reaches the rule as None, so first order pays nothing for it.
 
 def _col(v):
-    return array_ops.expand_dims(v, -1)
+    return primitives.expand_dims(v, -1)
 
 
 def _softmax_hvp(logits, dbackprop):
     """d backprop / d logits applied to `dbackprop`: the softmax Jacobian (symmetric)."""
     s = execute(_softmax, (logits,), {})
-    return (dbackprop - math_ops.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
+    return (dbackprop - primitives.reduce_sum(dbackprop * s, -1, keepdims=True)) * s
 
 
 @op("SoftmaxCrossEntropyWithLogits", dtypes=FLOATING_TYPES, num_outputs=2, shape=shape_rules.softmax_xent_shape,
@@ -74,7 +69,7 @@ def _softmax_xent(logits, labels):
 def _softmax_xent_batch(xs, batched):
     # the examples' rows one after another: one [B*N, C] cross-entropy (a shared single row
     # of labels or logits broadcasts against all of them as it is)
-    size = vectorization.batch_size_of(xs[batched.index(True)])
+    size = primitives.batch_size_of(xs[batched.index(True)])
     full = _broadcast_dims(*(x._value.shape[1:] if b else x._value.shape for x, b in zip(xs, batched)))
     rows = []
     for x, b in zip(xs, batched, strict=True):
@@ -82,11 +77,11 @@ def _softmax_xent_batch(xs, batched):
         if not b and shape[0] == 1:
             rows.append(x)
             continue
-        x = x if b else vectorization.broadcast_batch(x, size)
+        x = x if b else primitives.broadcast_batch(x, size)
         if shape != full:
             if None in full:
                 raise batching.NotBatchable                 # broadcast known only when the graph runs
-            x = array_ops.broadcast_to(x, vectorization.prepend(size, full))
+            x = primitives.broadcast_to(x, primitives.prepend(size, full))
         rows.append(_as_rows(x))
     loss, backprop = execute(_softmax_xent, rows, {})
     return (_unfold(loss, size, full[:1]), _unfold(backprop, size, full)), True
@@ -94,8 +89,8 @@ def _softmax_xent_batch(xs, batched):
 
 def _unfold(t, size, dims):
     """The [B*N, ...] rows `t` as [B, N, ...] (example dims `dims`, None where unknown: read from `t`)."""
-    known = list(dims[1:]) if None not in dims[1:] else size_inputs.dims_of(t)[1:]
-    return array_ops.reshape(t, [size, -1 if dims[0] is None else dims[0]] + known)
+    known = list(dims[1:]) if None not in dims[1:] else primitives.dims_of(t)[1:]
+    return primitives.reshape(t, [size, -1 if dims[0] is None else dims[0]] + known)
 
 
 @_softmax_xent.def_grad(reads_inputs=(0,), reads_outputs=True)
@@ -138,11 +133,11 @@ def _sparse_softmax_xent(logits, labels):
 @_sparse_softmax_xent.def_batch
 def _sparse_softmax_xent_batch(xs, batched):
     # the examples' rows one after another: one [B*N, C] cross-entropy with B*N labels
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    logits, labels = vectorization.stacked_all(xs, batched, size)
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    logits, labels = primitives.stacked_all(xs, batched, size)
     dims = logits._value.shape[1:]
-    rows = array_ops.reshape(logits, [-1, size_inputs.dims_of(logits)[-1] if dims[1] is None else dims[1]])
-    loss, backprop = execute(_sparse_softmax_xent, (rows, array_ops.reshape(labels, (-1,))), {})
+    rows = primitives.reshape(logits, [-1, primitives.dims_of(logits)[-1] if dims[1] is None else dims[1]])
+    loss, backprop = execute(_sparse_softmax_xent, (rows, primitives.reshape(labels, (-1,))), {})
     return (_unfold(loss, size, dims[:1]), _unfold(backprop, size, dims)), True
 
 
@@ -183,10 +178,10 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     known_rank(logits, "SoftmaxCrossEntropyWithLogits")
     known_rank(labels, "SoftmaxCrossEntropyWithLogits")
     if labels._value.dtype != logits._value.dtype:
-        labels = math_ops.cast(labels, logits.dtype)
+        labels = basic_ops.cast(labels, logits.dtype)
     rank = logits._value.ndim
     if rank == 0:
-        logits, labels = array_ops.reshape(logits, (1,)), array_ops.reshape(labels, (1,))
+        logits, labels = primitives.reshape(logits, (1,)), primitives.reshape(labels, (1,))
         rank = 1
     if labels._value.ndim > rank:
         raise ValueError(f"labels of shape {list(labels._value.shape)} have a higher rank than logits of shape "
@@ -199,9 +194,9 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     if axis != rank - 1:
         lab_rank = labels._value.ndim
         for _ in range(rank - lab_rank):
-            labels = array_ops.expand_dims(labels, 0)
+            labels = primitives.expand_dims(labels, 0)
         perm = [i for i in range(rank) if i != axis] + [axis]
-        logits, labels = array_ops.transpose(logits, perm), array_ops.transpose(labels, perm)
+        logits, labels = primitives.transpose(logits, perm), primitives.transpose(labels, perm)
     try:
         full = _broadcast_dims(logits._value.shape, labels._value.shape)
     except ValueError:
@@ -214,7 +209,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     logits = _flatten_outer(logits, full)
     labels = _flatten_outer(labels, full)
     loss, _ = execute(_softmax_xent, (logits, labels), {})
-    return loss if len(full) == 2 else array_ops.reshape(loss, full[:-1])
+    return loss if len(full) == 2 else primitives.reshape(loss, full[:-1])
 
 
 def _softmax_xent_unknown_dims(logits, labels):
@@ -222,15 +217,15 @@ def _softmax_xent_unknown_dims(logits, labels):
     to [rows, classes] (a single row of labels broadcasts), the loss shaped like logits without
     the class axis."""
     xshape, lshape = logits._value.shape, labels._value.shape
-    dims = size_inputs.dims_of(logits)
+    dims = primitives.dims_of(logits)
     if len(xshape) > 2 and not all(d == 1 for d in lshape[:-1]):
         same = len(lshape) == len(xshape) and all(a is not None and a == b for a, b in zip(lshape, xshape[:-1]))
         if not same:                                 # labels' batch axes broadcast to the logits' ones
-            labels = array_ops.broadcast_to(labels, dims[:-1] + size_inputs.dims_of(labels)[-1:])
+            labels = primitives.broadcast_to(labels, dims[:-1] + primitives.dims_of(labels)[-1:])
     logits2, labels2 = _as_rows(logits), _as_rows(labels)
     logits2, labels2 = _broadcast_ones(logits2, labels2), _broadcast_ones(labels2, logits2)
     loss, _ = execute(_softmax_xent, (logits2, labels2), {})
-    return loss if len(xshape) == 2 else array_ops.reshape(loss, dims[:-1])
+    return loss if len(xshape) == 2 else primitives.reshape(loss, dims[:-1])
 
 
 def _broadcast_ones(t, other):
@@ -241,8 +236,8 @@ def _broadcast_ones(t, other):
     if not any(d == 1 and o is None for d, o in zip(shape, other_shape, strict=True)):
         return t
     wanted = [od if d == 1 and o is None else td for d, o, td, od in
-              zip(shape, other_shape, size_inputs.dims_of(t), size_inputs.dims_of(other), strict=True)]
-    return array_ops.broadcast_to(t, wanted)
+              zip(shape, other_shape, primitives.dims_of(t), primitives.dims_of(other), strict=True)]
+    return primitives.broadcast_to(t, wanted)
 
 
 def _as_rows(t):
@@ -251,10 +246,10 @@ def _as_rows(t):
     if len(shape) == 2:
         return t
     if not shape:
-        return array_ops.reshape(t, (1, 1))
+        return primitives.reshape(t, (1, 1))
     if all(d == 1 for d in shape[:-1]):
-        return array_ops.reshape(t, [1, size_inputs.dims_of(t)[-1]])
-    return array_ops.reshape(t, [-1, size_inputs.dims_of(t)[-1]])
+        return primitives.reshape(t, [1, primitives.dims_of(t)[-1]])
+    return primitives.reshape(t, [-1, primitives.dims_of(t)[-1]])
 
 
 def _flatten_outer(t, full):
@@ -263,12 +258,12 @@ def _flatten_outer(t, full):
     if len(full) == 2 and len(shape) == 2:
         return t
     if not shape:
-        return array_ops.reshape(t, (1, 1))
+        return primitives.reshape(t, (1, 1))
     if all(d == 1 for d in shape[:-1]):
-        return array_ops.reshape(t, (1, shape[-1]))
+        return primitives.reshape(t, (1, shape[-1]))
     if len(shape) != len(full) or any(a != b for a, b in zip(shape[:-1], full[:-1])):
-        t = array_ops.broadcast_to(t, full[:-1] + shape[-1:])
-    return array_ops.reshape(t, (-1, shape[-1]))
+        t = primitives.broadcast_to(t, full[:-1] + shape[-1:])
+    return primitives.reshape(t, (-1, shape[-1]))
 
 
 def _broadcast_dims(a, b):
@@ -325,13 +320,13 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
         raise ValueError(f"`labels.shape` must equal `logits.shape` except for the last dimension. Received: "
                          f"labels.shape={lshape} and logits.shape={xshape}")
     if len(xshape) != 2:
-        logits = array_ops.reshape(logits, [-1, xshape[-1] if xshape[-1] is not None else
-                                            size_inputs.dims_of(logits)[-1]])
-        labels = array_ops.reshape(labels, (-1,))
+        logits = primitives.reshape(logits, [-1, xshape[-1] if xshape[-1] is not None else
+                                            primitives.dims_of(logits)[-1]])
+        labels = primitives.reshape(labels, (-1,))
     loss, _ = execute(_sparse_softmax_xent, (logits, labels), {})
     if len(xshape) == 2:
         return loss
-    return array_ops.reshape(loss, lshape if None not in lshape else size_inputs.dims_of(op_labels))
+    return primitives.reshape(loss, lshape if None not in lshape else primitives.dims_of(op_labels))
 
 
 # -- sigmoid cross-entropies ------------------------------------------------------
@@ -354,7 +349,7 @@ def _log1p_exp_neg_abs(x):
     nonneg = math_ops.greater_equal(x, zeros)
     relu_x = math_ops.where(nonneg, x, zeros)
     neg_abs = math_ops.where(nonneg, -x, x)
-    return relu_x, math_ops.log1p(math_ops.exp(neg_abs))
+    return relu_x, unary_ops.log1p(unary_ops.exp(neg_abs))
 
 
 @tf_export("nn.sigmoid_cross_entropy_with_logits")
@@ -392,7 +387,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
     if targets._value.shape != log_input._value.shape and not shape_rules.compatible(targets._value.shape,
                                                                           log_input._value.shape):
         raise ValueError(f"log_input and targets must have the same shape ({log_input.shape} vs {targets.shape})")
-    loss = math_ops.exp(log_input) - log_input * targets
+    loss = unary_ops.exp(log_input) - log_input * targets
     if not compute_full_loss:
         return loss
     # z log z - z + 0.5 log(2 pi z), only where z > 1

@@ -11,24 +11,24 @@ import math
 import numpy as np
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.context import executing_eagerly
+from tapeflow.framework.dtypes import FLOATING_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.variables import Variable
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, math_ops, random_ops
-from tapeflow.ops import size_inputs
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops import vectorization
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import (
+    array_ops, join_ops, math_ops, random_ops, reduction_ops, scatter_ops, special_math_ops, unary_ops,
+)
+from tapeflow.ops.core import batching, half, primitives
 from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops.core import half
-from tapeflow.ops.core import batching
+from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import basic_ops
 
 _FLOAT_NP = dtypes.FLOAT_NP
 
@@ -52,7 +52,7 @@ def _scalar_like(value, t):
 
 def _zeros_like(t):
     shape = t._value.shape
-    return math_ops.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
+    return basic_ops.zeros_like(t) if shape is None or None in shape else Tensor(np.zeros(shape, t._value.dtype))
 
 
 # -- rectifiers ------------------------------------------------------------------
@@ -140,7 +140,7 @@ def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, alpha * features elsewhere; integers are computed in float32."""
     x = _tensor(features)
     if x._value.dtype.kind in "iu":
-        x = math_ops.cast(x, dtypes.float32)
+        x = basic_ops.cast(x, dtypes.float32)
     if isinstance(alpha, Tensor):
         alpha = alpha._value
     # alpha stays a Python float: TensorFlow rounds it to float32 (its attr type), so float64
@@ -247,7 +247,7 @@ def _softmax(x):
 @_softmax.def_grad(reads_outputs=True, reads_inputs=False)
 def _softmax_grad(op, dy):
     y = op.outputs[0]                    # dx = (dy - <dy, y>) * y
-    return (dy - math_ops.reduce_sum(dy * y, -1, keepdims=True)) * y
+    return (dy - primitives.reduce_sum(dy * y, -1, keepdims=True)) * y
 
 
 @op("LogSoftmax", dtypes=FLOATING_TYPES, shape=shape_rules.at_least_rank1_same_shape,
@@ -264,7 +264,7 @@ def _log_softmax(x):
 @_log_softmax.def_grad(reads_inputs=False, reads_outputs=True)
 def _log_softmax_grad(op, dy):
     y = op.outputs[0]                    # dx = dy - sum(dy) * softmax(x)
-    return dy - math_ops.reduce_sum(dy, -1, keepdims=True) * math_ops.exp(y)
+    return dy - primitives.reduce_sum(dy, -1, keepdims=True) * unary_ops.exp(y)
 
 
 def _along_axis(kernel, logits, axis):
@@ -283,8 +283,8 @@ def _along_axis(kernel, logits, axis):
             f"Received: dim={axis}")
     perm = list(range(rank))
     perm[axis % rank], perm[-1] = perm[-1], perm[axis % rank]
-    swapped = array_ops.transpose(x, perm)
-    return array_ops.transpose(execute(kernel, (swapped,), {}), perm)
+    swapped = primitives.transpose(x, perm)
+    return primitives.transpose(execute(kernel, (swapped,), {}), perm)
 
 
 @tf_export("nn.softmax", "math.softmax")
@@ -323,8 +323,8 @@ def gelu(features, approximate=False, name=None):
     half = _scalar_like(0.5, x)
     if approximate:            # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         inner = _scalar_like(0.7978845608028654, x) * (x + _scalar_like(0.044715, x) * (x * x * x))
-        return half * x * (_scalar_like(1, x) + math_ops.tanh(inner))
-    return half * x * (_scalar_like(1, x) + math_ops.erf(x * _scalar_like(0.7071067811865476, x)))
+        return half * x * (_scalar_like(1, x) + unary_ops.tanh(inner))
+    return half * x * (_scalar_like(1, x) + special_math_ops.erf(x * _scalar_like(0.7071067811865476, x)))
 
 
 @tf_export("nn.silu", "nn.swish")
@@ -332,8 +332,8 @@ def silu(features, beta=1.0, name=None):
     """x * sigmoid(beta * x) (also `swish`)."""
     x = _tensor(features)
     if isinstance(beta, (int, float)) and beta == 1.0:
-        return x * math_ops.sigmoid(x)
-    return x * math_ops.sigmoid(x * convert_to_tensor(beta, dtype=x.dtype))
+        return x * unary_ops.sigmoid(x)
+    return x * unary_ops.sigmoid(x * convert_to_tensor(beta, dtype=x.dtype))
 
 
 swish = silu
@@ -394,9 +394,9 @@ def _bias_add_batch(xs, batched, data_format):
     rank = batching.example_rank(value, batched[0])
     after = rank - 2 if data_format == "NCHW" else 0    # example axes after the channel axis
     if after:                                           # y = x + b, b's entries along the channel axis
-        bias = vectorization.insert_axes(bias, bias._value.ndim, after)
+        bias = primitives.insert_axes(bias, bias._value.ndim, after)
     if batched[1] and rank - 1 - after:                 # a batched b: its batch axis stays first
-        bias = vectorization.insert_axes(bias, 1, rank - 1 - after)
+        bias = primitives.insert_axes(bias, 1, rank - 1 - after)
     return math_ops.add(value, bias), True
 
 
@@ -409,7 +409,7 @@ def _bias_add_grad(op, dy):
     if 1 in op.skip_input_indices:
         return dy, None
     rows = dy.values if isinstance(dy, IndexedSlices) else dy
-    return dy, math_ops.reduce_sum(rows, [a for a in range(value._value.ndim) if a != axis])
+    return dy, primitives.reduce_sum(rows, [a for a in range(value._value.ndim) if a != axis])
 
 
 @tf_export("nn.l2_loss")
@@ -421,7 +421,7 @@ def l2_loss(t, name=None):
     2.5
     """
     t = _float_input(t, "L2Loss")
-    return math_ops.reduce_sum(t * t) * _scalar_like(0.5, t)
+    return primitives.reduce_sum(t * t) * _scalar_like(0.5, t)
 
 
 @tf_export("nn.moments")
@@ -432,17 +432,17 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
       (mean, variance), with the reduced axes kept as size 1 when `keepdims`.
     """
     x = _tensor(x)
-    y = math_ops.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
-    mean = math_ops.reduce_mean(y, axes, keepdims=True)
+    y = basic_ops.cast(x, dtypes.float32) if x._value.dtype in (np.float16, dtypes.bfloat16._np) else x
+    mean = reduction_ops.reduce_mean(y, axes, keepdims=True)
     # Note: unlike TensorFlow, the mean is not stop_gradient-ed here; first-order
     # gradients agree exactly and second-order ones are then correct.
-    variance = math_ops.reduce_mean(math_ops.squared_difference(y, mean), axes, keepdims=True)
+    variance = reduction_ops.reduce_mean(math_ops.squared_difference(y, mean), axes, keepdims=True)
     if not keepdims:
-        reduced = list(math_ops._axes(axes, y._value.ndim))
+        reduced = list(primitives._axes(axes, y._value.ndim))
         if reduced:
             mean, variance = array_ops.squeeze(mean, reduced), array_ops.squeeze(variance, reduced)
     if y is not x:
-        mean, variance = math_ops.cast(mean, x.dtype), math_ops.cast(variance, x.dtype)
+        mean, variance = basic_ops.cast(mean, x.dtype), basic_ops.cast(variance, x.dtype)
     return mean, variance
 
 
@@ -454,13 +454,13 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     """
     x = _tensor(x)
     mean, variance = (_tensor(v, dtype=x.dtype) if not isinstance(v, Tensor) else v for v in (mean, variance))
-    inv = math_ops.rsqrt(variance + _scalar_like(variance_epsilon, variance))
+    inv = unary_ops.rsqrt(variance + _scalar_like(variance_epsilon, variance))
     if scale is not None:
         inv = inv * (scale if isinstance(scale, Tensor) else convert_to_tensor(scale, dtype=inv.dtype))
     shift = -mean * inv
     if offset is not None:
         shift = (offset if isinstance(offset, Tensor) else convert_to_tensor(offset, dtype=inv.dtype)) + shift
-    return x * math_ops.cast(inv, x.dtype) + math_ops.cast(shift, x.dtype)
+    return x * basic_ops.cast(inv, x.dtype) + basic_ops.cast(shift, x.dtype)
 
 
 @tf_export("nn.dropout")
@@ -487,7 +487,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
         raise ValueError(f"`x.dtype` must be a floating point tensor as `x` will be scaled. "
                          f"Received: x_dtype={x.dtype!r}")
     if isinstance(rate, SymbolicTensor) and rate._value.ndim == 0 and constant_value(rate) is None:
-        rate_t = math_ops.cast(rate, x.dtype)           # a rate known only when the graph runs
+        rate_t = basic_ops.cast(rate, x.dtype)           # a rate known only when the graph runs
         scale, threshold = math_ops.reciprocal(_scalar_like(1, x) - rate_t), rate_t
     else:
         rate_value = constant_value(rate) if isinstance(rate, Tensor) else rate    # None: a non-scalar tensor
@@ -508,12 +508,12 @@ def _noise_shape(x, noise_shape):
     known_rank(x, "dropout")
     shape = x._value.shape
     if noise_shape is None:
-        return shape if None not in shape else array_ops.shape(x)
+        return shape if None not in shape else basic_ops.shape(x)
     if isinstance(noise_shape, SymbolicTensor):
         return noise_shape
     dims = noise_shape._value.tolist() if isinstance(noise_shape, Tensor) else list(noise_shape)
     if any(d is None for d in dims) and None in shape:
-        x_dims = size_inputs.dims_of(x)
+        x_dims = primitives.dims_of(x)
         dims = [x_dims[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
     else:
         dims = [shape[i] if d is None and i < len(shape) else d for i, d in enumerate(dims)]
@@ -548,18 +548,18 @@ def embedding_lookup(params, ids, max_norm=None, name=None):
             raise ValueError("Length of params is currently 0. Need at least one param.")
         ids = _tensor(ids)
         if len(params) == 1:
-            out = array_ops.gather(params[0], ids)
+            out = scatter_ops.gather(params[0], ids)
         elif isinstance(ids._value, np.ndarray) and None not in [_rows_of(p) for p in params]:
             out = _partitioned_lookup(params, ids)
         else:                            # ids known only when a graph runs: one concatenated table
-            out = array_ops.gather(array_ops.concat([_tensor(p) for p in params], 0), ids)
+            out = scatter_ops.gather(join_ops.concat([_tensor(p) for p in params], 0), ids)
     else:
-        out = array_ops.gather(params, ids)
+        out = scatter_ops.gather(params, ids)
     if max_norm is None:
         return out
     # each embedding (the trailing axes taken from params) is scaled down to norm max_norm
     axes = tuple(range(_tensor(ids)._value.ndim, out._value.ndim))
-    norm = math_ops.sqrt(math_ops.reduce_sum(out * out, axes, keepdims=True)) if axes else math_ops.abs(out)
+    norm = unary_ops.sqrt(primitives.reduce_sum(out * out, axes, keepdims=True)) if axes else unary_ops.abs(out)
     limit = _scalar_like(max_norm, out)
     factor = math_ops.where(math_ops.greater(norm, limit), limit / norm, math_ops.ones_like(norm))
     return out * factor
@@ -573,7 +573,7 @@ def _partitioned_lookup(params, ids):
     """Lookup in a row-split ("div") table: gather from each part, then put rows back in id order."""
     flat = np.asarray(ids._value).reshape(-1).astype(np.int64)
     if not flat.size:
-        return array_ops.gather(params[0], ids)
+        return scatter_ops.gather(params[0], ids)
     sizes = [_rows_of(p) for p in params]
     total = int(sum(sizes))
     bad = (flat < 0) | (flat >= total)
@@ -588,14 +588,14 @@ def _partitioned_lookup(params, ids):
     for p, table in enumerate(params):
         where_p = np.flatnonzero(part == p)
         if where_p.size:
-            rows.append(array_ops.gather(table, Tensor(local[where_p].astype(ids._value.dtype))))
+            rows.append(scatter_ops.gather(table, Tensor(local[where_p].astype(ids._value.dtype))))
             positions.append(where_p)
-    gathered = rows[0] if len(rows) == 1 else array_ops.concat(rows, 0)
+    gathered = rows[0] if len(rows) == 1 else join_ops.concat(rows, 0)
     # Placing rows with a segment sum keeps each part's gradient dense, so a
     # Variable part still gets IndexedSlices from its own gather.
     order = Tensor(np.concatenate(positions).astype(np.int32))
-    placed = math_ops.unsorted_segment_sum(gathered, order, flat.size)
+    placed = scatter_ops.unsorted_segment_sum(gathered, order, flat.size)
     rest = placed._value.shape[1:]
     if None in rest:                     # graphs: row sizes read at run time
-        return array_ops.reshape(placed, list(ids._value.shape) + size_inputs.dims_of(placed)[1:])
-    return array_ops.reshape(placed, ids._value.shape + rest)
+        return primitives.reshape(placed, list(ids._value.shape) + primitives.dims_of(placed)[1:])
+    return primitives.reshape(placed, ids._value.shape + rest)

@@ -7,8 +7,10 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, unary_ops
+from tapeflow.ops.core import primitives
 from tapeflow.ops.decomposition_ops import svd
+from tapeflow.ops.core import basic_ops
 
 _VECTOR_ORDS = ("euclidean", 1, 2, np.inf)
 _MATRIX_ORDS = ["euclidean", "fro", 1, 2, np.inf]
@@ -59,19 +61,19 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
     if is_matrix and ord == 2:
         result = _spectral_norm(x, axes)
     elif ord in ("fro", "euclidean", 2):
-        result = math_ops.sqrt(math_ops.reduce_sum(x * math_ops.conj(x), axes, keepdims=True))
+        result = unary_ops.sqrt(primitives.reduce_sum(x * basic_ops.conj(x), axes, keepdims=True))
     else:
-        result = math_ops.abs(x)
+        result = unary_ops.abs(x)
         if ord == 1:          # vectors: sum |x|; matrices: largest column sum
-            result = math_ops.reduce_sum(result, axes[:1] if is_matrix else axes, keepdims=True)
+            result = primitives.reduce_sum(result, axes[:1] if is_matrix else axes, keepdims=True)
             if is_matrix:
-                result = math_ops.reduce_max(result, axes[1], keepdims=True)
+                result = reduction_ops.reduce_max(result, axes[1], keepdims=True)
         elif ord == np.inf:   # vectors: max |x|; matrices: largest row sum
             if is_matrix:
-                result = math_ops.reduce_sum(result, axes[1], keepdims=True)
-            result = math_ops.reduce_max(result, axes[:1] if is_matrix else axes, keepdims=True)
+                result = primitives.reduce_sum(result, axes[1], keepdims=True)
+            result = reduction_ops.reduce_max(result, axes[:1] if is_matrix else axes, keepdims=True)
         else:
-            result = math_ops.pow(math_ops.reduce_sum(math_ops.pow(result, ord), axes, keepdims=True), 1.0 / ord)
+            result = math_ops.pow(primitives.reduce_sum(math_ops.pow(result, ord), axes, keepdims=True), 1.0 / ord)
     return result if keepdims else array_ops.squeeze(result, axes)
 
 
@@ -79,11 +81,11 @@ def _spectral_norm(x, axes):
     """The largest singular value over the matrix axes `axes`, kept with size 1."""
     rank = x._value.ndim
     rest = tuple(i for i in range(rank) if i not in axes)
-    moved = array_ops._transpose_op(x, rest + axes)
+    moved = primitives._transpose_op(x, rest + axes)
     s = svd(moved, compute_uv=False)
     k = s._value.shape[-1]
     if not k:                  # unknown until run time, or no singular values: max (-inf when empty)
-        top = math_ops.reduce_max(s, -1, keepdims=True)
+        top = reduction_ops.reduce_max(s, -1, keepdims=True)
     else:
-        top = array_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
-    return array_ops._transpose_op(array_ops.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))
+        top = join_ops._split_op(s, (1, k - 1), s._value.ndim - 1)[0] if k > 1 else s     # s is descending
+    return primitives._transpose_op(primitives.expand_dims(top, -1), tuple(np.argsort(rest + axes).tolist()))

@@ -13,14 +13,16 @@ truediv's dtype check (TypeError "`x` and `y` must have the same dtype");
 
 import numpy as np
 
-from tapeflow.framework.context import executing_eagerly_outside_functions, state
-from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework import tensor as tensor_module
+from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.op_def import Op, convert_like, execute_binary
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, uses_equality
+from tapeflow.ops import bitwise_ops, math_ops, scatter_ops, slicing_ops, unary_ops
+from tapeflow.ops.core import primitives
 from tapeflow.ops.variables import Variable
-from tapeflow.ops import array_ops, bitwise_ops, math_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _binary(fn, name, op_=None):
@@ -134,7 +136,7 @@ _BINARY = {
     "xor": _logical_or_bitwise(math_ops.logical_xor, bitwise_ops.bitwise_xor),
 }
 _COMPARE = {"lt": math_ops.less, "le": math_ops.less_equal, "gt": math_ops.greater, "ge": math_ops.greater_equal}
-_UNARY = {"neg": math_ops.negative, "abs": math_ops.abs, "invert": _invert}
+_UNARY = {"neg": math_ops.negative, "abs": unary_ops.abs, "invert": _invert}
 
 
 def _install(cls, convert):
@@ -149,7 +151,7 @@ def _install(cls, convert):
     cls.__pos__ = lambda self: self
     cls.__eq__ = _unless_identity(convert(_eq), lambda x, y: x is y)
     cls.__ne__ = _unless_identity(convert(_ne), lambda x, y: x is not y)
-    cls.__getitem__ = convert(lambda x, key: array_ops._getitem(x, key))
+    cls.__getitem__ = convert(lambda x, key: slicing_ops._getitem(x, key))
 
 
 def _unless_identity(compare, identity):
@@ -191,13 +193,13 @@ _install(Variable, _reading)
 def _iter(t):
     if not t._value.ndim:
         raise TypeError("Cannot iterate over a scalar tensor.")
-    return iter(array_ops.unstack(t))
+    return iter(primitives.unstack(t))
 
 
 def _iter_symbolic(t):
     if not t._value.shape or t._value.shape[0] is None:
         raise TypeError(f"Cannot iterate over tensor {t.name} of shape {t.shape}.")
-    return iter(array_ops.unstack(t))
+    return iter(primitives.unstack(t))
 
 
 def _dense(slices, dtype=None):
@@ -208,12 +210,12 @@ def _dense(slices, dtype=None):
         raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices with dtype "
                          f"{slices.dtype.name}")
     rows = int(np.asarray(slices._dense_shape._value)[0])
-    return math_ops.unsorted_segment_sum(slices._values, slices._indices, rows)
+    return scatter_ops.unsorted_segment_sum(slices._values, slices._indices, rows)
 
 
 Tensor.__iter__ = _iter
 SymbolicTensor.__iter__ = _iter_symbolic
 IndexedSlices._as_tensor = _dense
 IndexedSlices.__neg__ = lambda s: IndexedSlices(math_ops.negative(s._values), s._indices, s._dense_shape)
-tensor_module._pack = array_ops.stack
-tensor_module._cast = math_ops.cast
+tensor_module._pack = primitives.stack
+tensor_module._cast = basic_ops.cast

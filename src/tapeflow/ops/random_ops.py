@@ -19,14 +19,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.ops.core import batching
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import math_ops, scatter_ops, sort_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.arguments import typed_index_error
+from tapeflow.ops.core import basic_ops
 
 _DEFAULT_SEED = 87654321      # used with an op seed when no global seed is set (TF's DEFAULT_GRAPH_SEED)
 
@@ -83,7 +83,7 @@ def _shape(shape, type_):
     """The shape argument as a 1-D integer tensor (checked now when its value is known)."""
     if getattr(shape, "_is_batched", False):
         return shape                                  # a shape per example: drawn example by example
-    sizes = size_inputs.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
+    sizes = primitives.sizes_or_tensor(shape, "shape", type_)    # graphs: sizes from symbolic tensors
     if isinstance(sizes, Tensor):
         return sizes                                  # checked when the graph runs
     if sizes is not None:
@@ -91,8 +91,6 @@ def _shape(shape, type_):
     value = shape._value if isinstance(shape, Tensor) else shape
     dims = np.asarray(value)
     if dims.dtype.kind not in "iu" and dims.size:        # Note [typed index inputs] in slicing_ops
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.slicing_ops import typed_index_error
         name = "string" if dims.dtype.kind in "OSU" else dtypes.as_dtype(dims.dtype).name
         raise typed_index_error("float32" if name == "float64" and not isinstance(value, np.ndarray) else name,
                                 "shape", type_, "T", _INT_SHAPES)
@@ -138,7 +136,7 @@ def _is_number(value, number):
 
 def _sample_shape(shape, *_, dtype, **__):
     """The sample's shape: the entries of the shape tensor known while building."""
-    dims = size_inputs.output_dims(size_inputs.vector(shape, "shape", "random"), "random")
+    dims = primitives.output_dims(primitives.vector(shape, "shape", "random"), "random")
     return [Meta(tuple(dims), np.dtype(dtype))]
 
 
@@ -225,7 +223,7 @@ def _all_levels(make):
 
 def _with_sizes(sizes, dims):
     for size in reversed(sizes):
-        dims = vectorization.prepend(size, dims)
+        dims = primitives.prepend(size, dims)
     return dims
 
 
@@ -236,8 +234,8 @@ def draw_per_example(op_, inputs, attrs):
     if op_ in _SAMPLERS:
         return _all_levels(lambda sizes: execute(op_, (_with_sizes(sizes, first),) + rest, attrs))
     shape = first._value.shape
-    dims = shape if shape is not None and None not in shape else array_ops.shape(first)
-    batched = _all_levels(lambda sizes: array_ops.broadcast_to(first, _with_sizes(sizes, dims)))
+    dims = shape if shape is not None and None not in shape else basic_ops.shape(first)
+    batched = _all_levels(lambda sizes: primitives.broadcast_to(first, _with_sizes(sizes, dims)))
     return execute(op_, (batched,) + rest, attrs)
 
 
@@ -260,10 +258,10 @@ DRAWS_PER_EXAMPLE = _SAMPLERS | {_random_shuffle, _multinomial}
 @_multinomial.def_batch
 def _multinomial_batch(xs, batched, num_samples, output_dtype, seed):
     logits = xs[0]                                      # the examples' rows are one [B*batch, classes] draw
-    dims = size_inputs.dims_of(logits)
-    rows = array_ops.reshape(logits, _as_shape([dims[0] * dims[1], dims[2]]))
+    dims = primitives.dims_of(logits)
+    rows = primitives.reshape(logits, _as_shape([dims[0] * dims[1], dims[2]]))
     out = execute(_multinomial, (rows,), {"num_samples": num_samples, "output_dtype": output_dtype, "seed": seed})
-    return array_ops.reshape(out, _as_shape([dims[0], dims[1], num_samples])), True
+    return primitives.reshape(out, _as_shape([dims[0], dims[1], num_samples])), True
 
 
 @_random_shuffle.def_batch
@@ -271,9 +269,7 @@ def _random_shuffle_batch(xs, batched, seed):
     x = xs[0]                                           # an independent permutation of each example's rows
     if x._value.ndim == 1:
         return x, True
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import scatter_ops, sort_ops
-    keys = execute(_random_uniform, (_as_shape(size_inputs.dims_of(x)[:2]),),
+    keys = execute(_random_uniform, (_as_shape(primitives.dims_of(x)[:2]),),
                    {"dtype": np.dtype(np.float64), "seed": seed})
     return scatter_ops.gather(x, sort_ops.argsort(keys, axis=1), batch_dims=1), True
 
@@ -282,7 +278,7 @@ def _as_shape(dims):
     """An int32 shape tensor from ints and scalar tensors."""
     if all(isinstance(d, (int, np.integer)) for d in dims):
         return Tensor(np.asarray(dims, np.int32))
-    return array_ops.stack([math_ops.cast(d, dtypes.int32) for d in dims])
+    return primitives.stack([basic_ops.cast(d, dtypes.int32) for d in dims])
 
 
 def _seed_attr(seed):

@@ -6,7 +6,6 @@ non-negative ints) and `keepdims`; their gradients first reshape the output
 gradient to the kept-dims shape and broadcast it back over the input.  For
 inputs of unknown rank (graphs, Note [unknown rank] in graph/graph.py) the attr
 is None for all axes, else the axes as given, checked when the graph runs.
-See Note [module split] in math_ops.py for the imports from math_ops.
 """
 
 import collections
@@ -15,29 +14,24 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.dtypes import FLOATING_TYPES, NUMERIC_TYPES, REAL_TYPES
-from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, LINEAR, execute, op, raise_type_mismatch
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, known_rank
-from tapeflow.ops import array_ops, slicing_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
-from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import arguments, batching, half, primitives
 from tapeflow.ops.core.batching import REDUCTION
 from tapeflow.ops.core.presets import reduction_op
-from tapeflow.ops.grad_util import keep_reduced_dims, reduction_grad
-from tapeflow.ops.core import half
+from tapeflow.ops.core.primitives import _INT32_64, _axes, _expand_to_input, _sum, keep_reduced_dims, reduce_sum, reshape_like
+from tapeflow.ops.core.basic_ops import _conj_if_complex, cast, conj, range as range_, zeros_like
 from tapeflow.ops.math_ops import (
-    _conj_if_complex, _is_complex, cast, conj, equal, greater, less, logical_and, not_equal, ones_like, real,
-    where, zeros_like,
+    _is_complex, equal, greater, greater_equal, less, log, logical_and, not_equal, ones_like, real, square, where,
 )
-from tapeflow.ops.unary_ops import exp, log, sqrt, square
-from tapeflow.ops.core import batching
+from tapeflow.ops.scatter_ops import unsorted_segment_sum
+from tapeflow.ops.unary_ops import exp, sqrt
 
-_INT32_64 = frozenset((np.dtype(np.int32), np.dtype(np.int64)))
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
 
@@ -45,69 +39,8 @@ def _tensor(x):
     return x if type(x) is Tensor else convert_to_tensor(x)
 
 
-def _axes(axis, rank, op_type="Sum"):
-    """A reduction `axis` argument as a sorted tuple of non-negative ints, checked like TensorFlow
-    (for an unknown `rank`: None for all axes, else the ints as given)."""
-    if axis is None:
-        return None if rank is None else tuple(range(rank))
-    if isinstance(axis, Tensor):
-        if axis._value.dtype not in (np.int32, np.int64):
-            raise array_ops.int_input_error(axis.dtype.name, "axis", op_type)
-        value = axis._value
-        if isinstance(axis, SymbolicTensor):            # graphs: the axes must be known while building
-            value = constant_value(axis)
-            if value is None:
-                raise ValueError(f"The reduction axes of {op_type} must be known while the graph is built "
-                                 f"(constants or values computed from static shapes), got {axis.name}.")
-        value = np.asarray(value)
-        if value.ndim > 1 and state.graphs:
-            raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
-        axis = value.reshape(-1).tolist()
-    elif isinstance(axis, (int, np.integer)):
-        axis = (axis,)
-    out = []
-    for a in axis:
-        if not isinstance(a, (int, np.integer)):
-            return _axes(_axes_value(axis, op_type), rank, op_type)
-        a = int(a)
-        if rank is None:
-            out.append(a)
-            continue
-        if not -rank <= a < rank:
-            raise shape_rules.shape_error(op_type, f"Invalid reduction dimension ({a} for input with {rank} "
-                                                 "dimension(s)")
-        a %= rank
-        if a in out:
-            raise InvalidArgumentError(None, op_type, f"Invalid reduction arguments: Axes contains duplicate "
-                                       f"dimension: {a} [Op:{op_type}]")
-        out.append(a)
-    return tuple(out) if rank is None else tuple(sorted(out))
-
-
-def _axes_value(axis, op_type):
-    """A reduction `axis` list or array holding more than ints, converted as TensorFlow converts
-    its `reduction_indices` input (Note [typed index inputs]): the axes as a flat list of ints.
-
-    Raises:
-      TypeError: a tensor among the entries; in graphs, None or text among numbers, or
-        non-integers; eagerly a Python float.
-      ValueError: eagerly, None or text among numbers; a ragged list; in graphs, a rank above 1.
-      InvalidArgumentError: eagerly, floats, bools or text.
-    """
-    t = slicing_ops.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
-    value = np.asarray(constant_value(t) if isinstance(t, SymbolicTensor) else t._value)
-    if value.ndim > 1 and state.graphs:
-        raise shape_rules.shape_error(op_type, f"Shape must be at most rank 1 but is rank {value.ndim}")
-    return value.reshape(-1).tolist()
-
-
 def _kept_shape(shape, axes):
     return tuple(1 if i in axes else d for i, d in enumerate(shape))
-
-
-def _expand_to_input(op, dy):
-    """The output gradient broadcast back to the input's shape (`dy` reshaped to kept dims first)."""
-    return reduction_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))
 
 
 def _kept(op, t):
@@ -118,9 +51,9 @@ def _kept(op, t):
     if shape is None:                                   # unknown rank: shapes read when the graph runs
         return keep_reduced_dims(t, op.inputs[0], axes)
     if None not in shape:
-        return array_ops.reshape(t, _kept_shape(shape, axes))
+        return primitives.reshape(t, _kept_shape(shape, axes))
     for a in axes:                                      # unknown dimensions (graphs): insert the axes
-        t = array_ops.expand_dims(t, a)
+        t = primitives.expand_dims(t, a)
     return t
 
 
@@ -130,32 +63,6 @@ def _reduce(kernel, input_tensor, axis, keepdims):
 
 
 # -- sum and mean ----------------------------------------------------------------------
-
-@reduction_op("Sum", dtypes=NUMERIC_TYPES, jvp=LINEAR, half=half.in_float32)
-def _sum(x, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-
-
-@_sum.def_grad(reads_inputs=False)
-def _sum_grad(op, dy):
-    return _expand_to_input(op, dy)                     # each input element gets the sum's gradient
-
-
-@tf_export("math.reduce_sum", "reduce_sum")
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    """Sum over `axis` (all axes when None; an int, a list or an int tensor; negative counts from the end).
-
-    Raises:
-      InvalidArgumentError: an axis is out of range or repeated, or the dtype is bool.
-
-    >>> import tapeflow as tf
-    >>> tf.reduce_sum(tf.ones([2, 3]), axis=1).numpy()
-    array([3., 3.], dtype=float32)
-    """
-    x = input_tensor if type(input_tensor) is Tensor else convert_to_tensor(input_tensor)
-    rank = x._value.ndim
-    axes = tuple(range(rank)) if axis is None and rank is not None else _axes(axis, rank, "Sum")
-    return execute(_sum, (x,), {"axis": axes, "keepdims": bool(keepdims)})
 
 
 def _count(shape, axes):
@@ -168,7 +75,7 @@ def _count(shape, axes):
 
 
 def _product(dims):
-    """The product of sizes that are Python ints or scalar int tensors (`size_inputs.dims_of`)."""
+    """The product of sizes that are Python ints or scalar int tensors (`primitives.dims_of`)."""
     n = 1
     for d in dims:
         n = n * d
@@ -226,22 +133,20 @@ def _prod_grad(op, dy):
         return _prod_all_grad(op, dy)
     others = tuple(i for i in range(len(shape)) if i not in axes)
     perm = axes + others
-    moved = array_ops.transpose(x, perm)
+    moved = primitives.transpose(x, perm)
     if None in shape:                                   # graphs: sizes of unknown groups read at run time
-        dims = size_inputs.dims_of(x)
+        dims = primitives.dims_of(x)
         sizes = [_product([dims[i] for i in group]) for group in (axes, others)]
     else:
         sizes = (_count(shape, axes), _count(shape, others))
-    flat = array_ops.reshape(moved, sizes)
+    flat = primitives.reshape(moved, sizes)
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
     if None in moved._value.shape:
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops.grad_util import reshape_like
         partial = reshape_like(conj(left) * conj(right), moved)
     else:
-        partial = array_ops.reshape(conj(left) * conj(right), moved._value.shape)
-    partial = array_ops.transpose(partial, tuple(np.argsort(perm).tolist()))
+        partial = primitives.reshape(conj(left) * conj(right), moved._value.shape)
+    partial = primitives.transpose(partial, tuple(np.argsort(perm).tolist()))
     return _expand_to_input(op, dy) * partial
 
 
@@ -249,14 +154,12 @@ def _prod_all_grad(op, dy):
     """`_prod_grad` for an input of unknown rank, reduced over all its axes: the same cumprods over
     the flattened input.  (Given axes would need a transpose by a permutation known only when the
     graph runs.)"""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.grad_util import reshape_like
     x = op.inputs[0]
     if op.get_attr("axis") is not None:
         raise ValueError(f"The gradient of reduce_prod over given axes needs an input of known rank; "
                          f"{x.name} has unknown rank. Reduce over all axes, or give the input a rank "
                          "(placeholder shape=[None, ...], TensorSpec([None, ...]) or set_shape).")
-    flat = array_ops.reshape(x, (-1,))
+    flat = primitives.reshape(x, (-1,))
     left = cumprod(flat, axis=0, exclusive=True)
     right = cumprod(flat, axis=0, exclusive=True, reverse=True)
     return _expand_to_input(op, dy) * reshape_like(conj(left) * conj(right), x)
@@ -441,7 +344,7 @@ def _is_monotonic(x, compare, what):
     x = _tensor(x)
     if x._value.dtype.kind not in "iufc" and x._value.dtype not in _HALF:
         raise TypeError(f"Expected x to be numeric, got {x.dtype!r} in {what}.")
-    flat = array_ops.reshape(x, (-1,))
+    flat = primitives.reshape(x, (-1,))
     n = flat._value.shape[0]
     if n is not None and n < 2:
         return Tensor(np.asarray(True))
@@ -451,8 +354,6 @@ def _is_monotonic(x, compare, what):
 @tf_export("math.is_non_decreasing")
 def is_non_decreasing(x, name=None):
     """Whether the elements of `x`, in row-major order, never decrease (True for fewer than 2)."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.math_ops import greater_equal
     return _is_monotonic(x, greater_equal, "is_non_decreasing")
 
 
@@ -633,7 +534,7 @@ def _scan_axis(axis, op_type):
       InvalidArgumentError: eagerly a non-integer dtype; an axis that is not a scalar.
       TypeError, ValueError: as TensorFlow's conversion (see `slicing_ops.typed_index`).
     """
-    t = slicing_ops.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
+    t = arguments.typed_index(axis, "axis", op_type, "Tidx", _INT32_64, dtypes.int32)
     value = constant_value(t) if isinstance(t, SymbolicTensor) else t._value
     if value is None:
         raise ValueError(f"The axis of {op_type} must be known while the graph is built (a constant or a value "
@@ -686,7 +587,7 @@ TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
 @op("TopKV2", dtypes=REAL_TYPES, same_dtype=False, num_outputs=2, shape=shape_rules.top_k_shape)
 def _top_k(x, k, sorted, index_type):  # noqa: A002
-    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in ops/size_inputs)
+    k = int(k)                              # an attr, or a scalar input (Note [size inputs] in ops/core/primitives.py)
     if x.ndim == 0:
         raise ValueError(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
     n = x.shape[-1]
@@ -714,7 +615,6 @@ def _top_k_batch(xs, batched, sorted, index_type, k=None):  # noqa: A002
 @_top_k.def_grad(reads_inputs=False, reads_outputs=True)
 def _top_k_grad(op, dvalues, dindices):
     # The values' gradients land at their indices in each row (a scatter into zeros).
-    from tapeflow.ops.segment_ops import unsorted_segment_sum
     x, indices = op.inputs[0], op.outputs[1]
     shape = x._value.shape
     if None in shape or None in indices._value.shape:   # graphs: the sizes are read at run time
@@ -723,25 +623,19 @@ def _top_k_grad(op, dvalues, dindices):
     n, k = shape[-1], indices._value.shape[-1]
     rows = _count(shape, range(len(shape) - 1))
     offsets = Tensor((np.arange(rows, dtype=np.int64) * n).reshape(shape[:-1] + (1,)))
-    flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, (rows * k,))
-    dx = unsorted_segment_sum(array_ops.reshape(dvalues, (rows * k,)), flat, rows * n)
-    return array_ops.reshape(dx, shape)
+    flat = primitives.reshape(cast(indices, dtypes.int64) + offsets, (rows * k,))
+    dx = unsorted_segment_sum(primitives.reshape(dvalues, (rows * k,)), flat, rows * n)
+    return primitives.reshape(dx, shape)
 
 
 def _top_k_grad_dynamic(x, indices, dvalues):
     """`_top_k_grad` for inputs of partly unknown shape: the same scatter, sized by run-time shapes."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.constructor_ops import range as range_
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.grad_util import reshape_like
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops.segment_ops import unsorted_segment_sum
-    dims = size_inputs.dims_of(x, np.int64)
-    n, k = dims[-1], size_inputs.dims_of(indices, np.int64)[-1]
+    dims = primitives.dims_of(x, np.int64)
+    n, k = dims[-1], primitives.dims_of(indices, np.int64)[-1]
     rows = _product(dims[:-1])
-    offsets = array_ops.reshape(range_(rows, dtype=dtypes.int64) * n, dims[:-1] + [1])
-    flat = array_ops.reshape(cast(indices, dtypes.int64) + offsets, [rows * k])
-    dx = unsorted_segment_sum(array_ops.reshape(dvalues, [rows * k]), flat, rows * n)
+    offsets = primitives.reshape(range_(rows, dtype=dtypes.int64) * n, dims[:-1] + [1])
+    flat = primitives.reshape(cast(indices, dtypes.int64) + offsets, [rows * k])
+    dx = unsorted_segment_sum(primitives.reshape(dvalues, [rows * k]), flat, rows * n)
     return reshape_like(dx, x)
 
 
@@ -788,13 +682,13 @@ def _in_top_k(predictions, targets, k):
 @_in_top_k.def_batch
 def _in_top_k_batch(xs, batched, k):
     # the examples' rows one after another: one [B*N, C] check
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    predictions, targets = vectorization.stacked_all(xs, batched, size)
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    predictions, targets = primitives.stacked_all(xs, batched, size)
     classes = predictions._value.shape[-1]
-    rows = array_ops.reshape(predictions, [-1, size_inputs.dims_of(predictions)[-1] if classes is None else classes])
-    out = execute(_in_top_k, (rows, array_ops.reshape(targets, (-1,))), {"k": k})
+    rows = primitives.reshape(predictions, [-1, primitives.dims_of(predictions)[-1] if classes is None else classes])
+    out = execute(_in_top_k, (rows, primitives.reshape(targets, (-1,))), {"k": k})
     n = predictions._value.shape[1]
-    return array_ops.reshape(out, [size, -1 if n is None else n]), True
+    return primitives.reshape(out, [size, -1 if n is None else n]), True
 
 
 @tf_export("math.in_top_k", "nn.in_top_k")

@@ -1,39 +1,40 @@
 """Gathers, scatters and the ops finding indices: `gather`, `gather_nd`, `scatter_nd`,
-`tensor_scatter_nd_*`, `boolean_mask`, `where` (coordinates), `unique`.
+`tensor_scatter_nd_*`, `boolean_mask`, `unique`, and `unsorted_segment_sum` (the
+adjoint of gather, whose own gradient is a gather).
 
 Indices are checked like TensorFlow's eager kernels (InvalidArgumentError
 naming the offending position).  Gradients with respect to gathered params
 are IndexedSlices where TensorFlow makes them so (axis-0 gathers, gather_nd
 with [n, 1] indices); scatters differentiate into gathers and back.  A
 gradient reads the indices, and of the gathered tensor only its shape (Note
-[static shapes in gradients] in grad_util).
+[static shapes in gradients] in ops/core/primitives.py).
 """
 
 import collections
+import functools
 
 import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
+from tapeflow.framework.dtypes import NUMERIC_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import LINEAR, execute, op, raise_type_mismatch
+from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.known_values import constant_value
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable, found_value
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const, known_rank
-from tapeflow.ops import constructor_ops, slicing_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
-from tapeflow.framework.shapes import shape_rules
-from tapeflow.ops.array_ops import _dense, _reshape_to_input, _shape_str, _transpose_op, reshape
-from tapeflow.ops.grad_util import shape_tensor, zeros_of
-from tapeflow.ops.variables import _read_variable_shape
-from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import batching
-
+from tapeflow.ops import math_ops, scatter_ops
+from tapeflow.ops.core import arguments, batching, primitives
+from tapeflow.ops.core.arguments import _shape_str
+from tapeflow.ops.core.batching import _sized_by_values
+from tapeflow.ops.core.primitives import _dense, _reshape_to_input, _transpose_op, reshape, shape_tensor, zeros_of
+from tapeflow.ops.core.basic_ops import cast, zeros_like
+from tapeflow.ops.math_ops import greater_equal, maximum, where, where_indices
+from tapeflow.ops.core import basic_ops
 
 # -- gathers ------------------------------------------------------------------
 
@@ -83,7 +84,7 @@ def _gather_batch(xs, batched, axis, batch_dims):
         raise batching.NotBatchable
     axis %= rank_
     if batch_dims or all(batched):                      # the batch becomes one more batch dim
-        params, indices = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+        params, indices = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": batch_dims + 1}), True
     if batched[0]:                                      # the examples' params side by side: gather past the batch
         return execute(_gather, (params, indices), {"axis": axis + 1, "batch_dims": 0}), True
@@ -103,7 +104,7 @@ def _check_batch_dims(pshape, ishape, batch_dims):
 def _dims(t):
     """t's static shape, or (graphs, unknown sizes) its dims as ints and scalar tensors read at run time."""
     shape = t._value.shape
-    return tuple(shape) if None not in shape else tuple(size_inputs.dims_of(t))
+    return tuple(shape) if None not in shape else tuple(primitives.dims_of(t))
 
 
 @_gather.def_grad(reads_inputs=(1,))
@@ -119,8 +120,8 @@ def _gather_grad(op, dy):
     dy = _dense(dy)
     idx_rank = indices._value.ndim
     front = tuple(range(axis, axis + idx_rank)) + tuple(range(axis)) + tuple(range(axis + idx_rank, dy._value.ndim))
-    n = pshape[axis] if pshape[axis] is not None else size_inputs.dims_of(params)[axis]
-    rows = math_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
+    n = pshape[axis] if pshape[axis] is not None else primitives.dims_of(params)[axis]
+    rows = scatter_ops.unsorted_segment_sum(_transpose_op(dy, front), indices, n)
     back = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, len(pshape)))
     return _transpose_op(rows, back), None
 
@@ -129,7 +130,7 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
     """Segment-sums dy [B..., A..., I..., R...] into params [B..., A..., N, R...], batches kept apart
     by offsetting the indices of batch k by k * N.  In graphs, unknown sizes are scalar tensors."""
     pdims, idims = _dims(params), _dims(indices)
-    nb, ni = size_inputs.product(pdims[:batch_dims]), size_inputs.product(idims[batch_dims:])
+    nb, ni = primitives.product(pdims[:batch_dims]), primitives.product(idims[batch_dims:])
     n, a_dims, r_dims = pdims[axis], pdims[batch_dims:axis], pdims[axis + 1:]
     na, nr = len(a_dims), len(r_dims)
     g = reshape(dy, (nb,) + a_dims + idims[batch_dims:] + r_dims)
@@ -137,11 +138,11 @@ def _batch_gather_grad(dy, indices, params, axis, batch_dims):
                       + tuple(range(g._value.ndim - nr, g._value.ndim)))
     g = reshape(g, (nb * ni,) + a_dims + r_dims)
     if isinstance(nb, Tensor) or isinstance(n, Tensor):
-        offsets = reshape(math_ops.cast(constructor_ops.range(nb) * n, dtypes.int64), (-1, 1))
+        offsets = reshape(basic_ops.cast(basic_ops.range(nb) * n, dtypes.int64), (-1, 1))
     else:
         offsets = Tensor((np.arange(nb, dtype=np.int64) * n).reshape(nb, 1))
-    ids = reshape(math_ops.add_v2(reshape(math_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
-    rows = reshape(math_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
+    ids = reshape(math_ops.add_v2(reshape(basic_ops.cast(indices, dtypes.int64), (nb, ni)), offsets), (-1,))
+    rows = reshape(scatter_ops.unsorted_segment_sum(g, ids, nb * n), (nb, n) + a_dims + r_dims)   # [nb, N, A..., R...]
     rows = _transpose_op(rows, (0,) + tuple(range(2, 2 + na)) + (1,) + tuple(range(2 + na, 2 + na + nr)))
     return _reshape_to_input(rows, params)
 
@@ -152,28 +153,6 @@ def _indexed_slices_grad(dy, indices, pshape, params=None):
     if None in tuple(pshape):        # rows unknown while building a graph: the dense sum, sized at run time
         return tensor_scatter_nd_add(zeros_of(params), reshape(flat_indices, (-1, 1)), values)
     return IndexedSlices(values, flat_indices, Tensor(np.asarray(pshape, np.int32)))
-
-
-def _resource_gather_shape(var, indices):
-    """indices.shape + the variable's declared shape past its first dim."""
-    read = _read_variable_shape(var)[0]
-    return [Meta(tuple(indices._value.shape) + read.shape[1:], read.dtype)]
-
-
-@op("ResourceGather", same_dtype=False, shape=_resource_gather_shape, shape_reads_inputs=True)
-def _resource_gather(params, indices):
-    return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
-
-
-@_resource_gather.def_batch
-def _resource_gather_batch(xs, batched):
-    return execute(_resource_gather, xs, {}), True     # batched indices (a variable is shared): [B, I..., R...]
-
-
-@_resource_gather.def_grad(reads_inputs=(1,))
-def _resource_gather_grad(op, dy):
-    var, indices = op.inputs                           # a sparse update of the variable's rows
-    return _indexed_slices_grad(dy, indices, var._value.shape), None
 
 
 @tf_export("gather")
@@ -197,10 +176,10 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         indices = convert_to_tensor(indices)
     except (ValueError, InvalidArgumentError):
         if isinstance(indices, (list, tuple)):         # TF's class for a bad list (Note [typed index inputs])
-            slicing_ops.check_list_entries(indices)
+            arguments.check_list_entries(indices)
         raise
     if indices._value.dtype not in _GATHER_INDICES:
-        raise slicing_ops.typed_index_error(indices.dtype.name, "indices", "GatherV2", "Tindices", _GATHER_INDICES)
+        raise arguments.typed_index_error(indices.dtype.name, "indices", "GatherV2", "Tindices", _GATHER_INDICES)
     batch_dims = int(batch_dims)
     if batch_dims < 0:
         batch_dims += known_rank(indices, "GatherV2")
@@ -208,8 +187,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     if axis == 0:
         batch_dims = 0                                 # like TensorFlow: axis 0 ignores batch_dims
         if getattr(params, "_is_variable", False):
-            params._note_access()
-            return execute(_resource_gather, (params, indices), {})
+            return params._gather_rows(indices)        # a ResourceGather (ops/variables.py)
     params = convert_to_tensor(params)
     rank_ = known_rank(params, "GatherV2")
     if axis >= rank_ or axis < -rank_:
@@ -284,7 +262,7 @@ def _boolean_mask_graph(x, mask, axis):
     if len(covered) != len(mshape) or any(a != b and a is not None and b is not None for a, b in zip(covered, mshape)):
         raise ValueError(f"Shapes {TensorShape(covered)} and {TensorShape(mshape)} are incompatible")
     dims = _dims(x)
-    lead = size_inputs.product(dims[axis:axis + len(mshape)])
+    lead = primitives.product(dims[axis:axis + len(mshape)])
     flat = reshape(x, dims[:axis] + (lead,) + dims[axis + len(mshape):])
     keep = reshape(where_indices(reshape(m, (-1,))), (-1,))
     return gather(flat, keep, axis=axis)
@@ -354,8 +332,8 @@ def _gather_nd_batch(xs, batched):
         return execute(_gather_nd, xs, {}), True      # shared params: [B, I...] rows give [B, I..., R...]
     if indices._value.shape[-1] is None:
         raise batching.NotBatchable
-    size = vectorization.batch_size_of(params)
-    return _batch_gather_nd(params, indices if batched[1] else vectorization.broadcast_batch(indices, size), 1), True
+    size = primitives.batch_size_of(params)
+    return _batch_gather_nd(params, indices if batched[1] else primitives.broadcast_batch(indices, size), 1), True
 
 
 @_gather_nd.def_grad(reads_inputs=(1,))
@@ -409,17 +387,16 @@ def _batch_gather_nd(params, indices, batch_dims):
                          f"got indices of shape {list(ishape)}.")
     pdims, idims = _dims(params), _dims(indices)       # graphs: unknown sizes are scalar tensors
     bdims = tuple(p if i is None else i for p, i in zip(pdims[:batch_dims], ishape[:batch_dims]))
-    nb = size_inputs.product(bdims)
-    flat_idx = reshape(math_ops.cast(indices, dtypes.int64), (nb, -1, k))
+    nb = primitives.product(bdims)
+    flat_idx = reshape(basic_ops.cast(indices, dtypes.int64), (nb, -1, k))
     m = flat_idx._value.shape[1]
     if isinstance(nb, Tensor) or m is None:
-        m = size_inputs.dims_of(flat_idx)[1]
-        batch = reshape(math_ops.cast(constructor_ops.range(nb), dtypes.int64), (-1, 1, 1))
-        batch = array_ops.broadcast_to(batch, (nb, m, 1))
+        m = primitives.dims_of(flat_idx)[1]
+        batch = reshape(basic_ops.cast(basic_ops.range(nb), dtypes.int64), (-1, 1))
+        batch = primitives.broadcast_to(batch, (nb, m))
     else:
-        batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1, 1), (nb, m, 1)).copy())
-    out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]),
-                               array_ops.concat([batch, flat_idx], -1)), {})
+        batch = Tensor(np.broadcast_to(np.arange(nb, dtype=np.int64).reshape(nb, 1), (nb, m)).copy())
+    out = execute(_gather_nd, (reshape(params, (nb,) + pdims[batch_dims:]), _led_by(batch, flat_idx, k)), {})
     return reshape(out, bdims + idims[batch_dims:-1] + pdims[batch_dims + k:])
 
 
@@ -484,10 +461,10 @@ def _count(shape):
 def _scatter_nd_shape(indices, updates, shape):
     """The known sizes of `shape` (an unknown rank when its length is unknown), checked against
     the indices and updates."""
-    if size_inputs.unknown_length(shape):
+    if primitives.unknown_length(shape):
         dims = None
     else:
-        dims = tuple(size_inputs.output_dims(size_inputs.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
+        dims = tuple(primitives.output_dims(primitives.vector(shape, "shape", "ScatterNd"), "ScatterNd"))
     return _scatter_shape(indices._value, updates._value, dims, updates._value.dtype, "ScatterNd")
 
 
@@ -504,9 +481,9 @@ def _scatter_nd(indices, updates, shape):
 def _scatter_nd_batch(xs, batched, shape=None):
     if len(xs) > 2 and batched[2]:
         raise batching.NotBatchable                     # a shape per example
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    indices, updates = vectorization.stacked_all(xs[:2], batched[:2], size)
-    dims = vectorization.prepend(size, shape if len(xs) == 2 else xs[2])
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    indices, updates = primitives.stacked_all(xs[:2], batched[:2], size)
+    dims = primitives.prepend(size, shape if len(xs) == 2 else xs[2])
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (_with_example_index(indices), updates, dims), {}), True
     return _scatter_nd_op(_with_example_index(indices), updates, dims), True
@@ -516,19 +493,26 @@ def _with_example_index(indices):
     """Stacked index rows [B, ..., k] led by their example's number: [B, ..., 1 + k], rows of the
     stacked [B, ...] tensor (one scatter for the whole batch)."""
     shape, dtype = indices._value.shape, indices._value.dtype
+    if shape[-1] is None:
+        raise batching.NotBatchable                     # index rows of unknown length
     if None not in shape:
-        lead = np.arange(shape[0], dtype=dtype).reshape((-1,) + (1,) * (len(shape) - 1))
-        lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1] + (1,))))
+        lead = np.arange(shape[0], dtype=dtype).reshape((-1,) + (1,) * (len(shape) - 2))
+        lead = Tensor(np.ascontiguousarray(np.broadcast_to(lead, shape[:-1])))
     else:                                               # graphs: sizes known when the graph runs
         dims = _dims(indices)
-        lead = reshape(math_ops.cast(constructor_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 1))
-        lead = array_ops.broadcast_to(lead, dims[:-1] + (1,))
-    return array_ops.concat([lead, indices], -1)
+        lead = reshape(basic_ops.cast(basic_ops.range(dims[0]), dtype), (-1,) + (1,) * (len(shape) - 2))
+        lead = primitives.broadcast_to(lead, dims[:-1])
+    return _led_by(lead, indices, shape[-1])
+
+
+def _led_by(lead, indices, k):
+    """Index rows [..., 1 + k]: `lead` [...] in front of the k entries of each row of `indices` [..., k]."""
+    return primitives.stack([lead, *primitives.unstack(indices, num=k, axis=-1)], axis=-1)
 
 
 def _scatter_batch(op_, xs, batched, attrs):
     """TensorScatter*: the stacked tensor [B, ...] updated at the example-numbered rows."""
-    tensor, indices, updates = vectorization.stacked_all(xs, batched, vectorization.batch_size_of(xs[batched.index(True)]))
+    tensor, indices, updates = primitives.stacked_all(xs, batched, primitives.batch_size_of(xs[batched.index(True)]))
     return execute(op_, (tensor, _with_example_index(indices), updates), attrs), True
 
 
@@ -570,7 +554,7 @@ def scatter_nd(indices, updates, shape, name=None):
     array([0., 4., 0., 2., 0.], dtype=float32)
     """
     indices = _nd_indices(indices, "ScatterNd")
-    dims = size_inputs.ints_or_tensor(shape, "shape", "ScatterNd", constructor_ops._int_list)
+    dims = primitives.ints_or_tensor(shape, "shape", "ScatterNd", arguments._int_list)
     if isinstance(dims, Tensor):
         return execute(_scatter_nd, (indices, convert_to_tensor(updates), dims), {})
     return _scatter_nd_op(indices, convert_to_tensor(updates), dims)
@@ -646,8 +630,8 @@ def _tensor_scatter_extremum_grad(op, dy):
     """d out = d t where t won, d u where u won; entries tied n ways get 1/n of dy each (TensorFlow's rule)."""
     tensor, indices, updates = op.inputs
     out, dy = op.outputs[0], _dense(dy)
-    t_won = math_ops.cast(math_ops.equal(tensor, out), dy.dtype)
-    u_won = math_ops.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
+    t_won = basic_ops.cast(math_ops.equal(tensor, out), dy.dtype)
+    u_won = basic_ops.cast(math_ops.equal(updates, _gather_updates(out, indices, updates)), dy.dtype)
     shape = shape_tensor(tensor, np.int64 if indices._value.dtype == np.int64 else np.int32)
     winners = t_won + execute(_scatter_nd, (indices, u_won, shape), {})
     share = dy / winners                               # every entry has a winner: winners >= 1
@@ -721,29 +705,6 @@ def tensor_scatter_nd_max(tensor, indices, updates, name=None):
 
 
 # -- finding indices: where (coordinates), unique -------------------------------------------------
-
-def _where_shape(condition):
-    """[count, rank] int64 coordinates; the count is known only when the graph runs."""
-    return [Meta((None, len(condition.shape)), np.dtype(np.int64))]
-
-
-@op("Where", same_dtype=False, shape=_where_shape, differentiable=False)   # integer coordinates
-def _where(condition):
-    return np.argwhere(condition).astype(np.int64)
-
-
-def _sized_by_values(xs, batched, **attrs):
-    """Where and Unique: each example's output has its own length, read from its values."""
-    raise batching.NotBatchable
-
-
-_where.def_batch(_sized_by_values)
-
-
-def where_indices(condition):
-    """The coordinates of the true (nonzero) entries of `condition`, as an int64 [count, rank] tensor
-    (`tf.where` with one argument)."""
-    return execute(_where, (convert_to_tensor(condition),), {})
 
 
 def _unique_kernel(x, out_idx, counts):
@@ -827,3 +788,135 @@ def unique_with_counts(x, out_idx=dtypes.int32, name=None):
     array([2, 1, 1], dtype=int32)
     """
     return _unique_call(_unique_with_counts, x, out_idx, _UniqueWithCountsOutput)
+
+
+# -- unsorted segment sums (the adjoint of gather; the other segment reductions: segment_ops.py) --
+
+def _unsorted_reduce(ufunc, empty, data, ids, num_segments):
+    num_segments = int(num_segments)                     # an attr, or a scalar array (Note [size inputs])
+    if data.shape[:ids.ndim] != ids.shape:
+        raise ValueError(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(ids.shape)}")
+    if ids.size and ids.max() >= num_segments:
+        bad = int(np.argmax(ids.reshape(-1) >= num_segments))
+        raise ValueError(f"segment_ids[{bad}] = {int(ids.reshape(-1)[bad])} is out of range [0, {num_segments})")
+    out = np.full((num_segments,) + data.shape[ids.ndim:], empty, data.dtype)
+    keep = ids >= 0                                      # negative ids are dropped, like TensorFlow
+    ufunc.at(out, ids[keep], data[keep])
+    return out
+
+
+def _gather_dropping_negatives(params, ids):
+    """params[ids] with zero rows where ids < 0."""
+    g = scatter_ops.gather(params, maximum(ids, zeros_like(ids)))
+    keep = _ids_shaped_like(greater_equal(ids, zeros_like(ids)), g)      # broadcast by where
+    return where(keep, g, zeros_like(g))
+
+
+def _unsorted_op(kernel, data, segment_ids, num_segments):
+    data = convert_to_tensor(data)
+    ids = convert_to_tensor(segment_ids)
+    if ids._value.dtype.kind not in "iu":
+        raise TypeError(f"segment_ids must be an integer tensor, got {ids.dtype.name}.")
+    if isinstance(num_segments, SymbolicTensor):        # a size read when the graph runs (Note [size inputs])
+        if num_segments._value.dtype not in (np.int32, np.int64) or num_segments._value.ndim:
+            raise TypeError(f"num_segments of {kernel.type} must be an int32 or int64 scalar, got "
+                            f"{num_segments.dtype.name} of shape {num_segments.shape}.")
+        known = constant_value(num_segments)
+        if known is None:
+            return execute(kernel, (data, ids, num_segments), {})
+        num_segments = known
+    return execute(kernel, (data, ids), {"num_segments": int(num_segments)})
+
+
+def _with_none_for_sizes(op, dx):
+    """The gradients of an unsorted segment op: dx for data, None for the ids (and num_segments)."""
+    return (dx, None, None) if len(op.inputs) == 3 else (dx, None)
+
+
+def _ids_shaped_like(ids, t):
+    """`ids` reshaped with trailing 1s so that it broadcasts against the per-row tensor `t`."""
+    return _trailing_ones(ids, t._value.ndim - ids._value.ndim)
+
+
+def _unsorted_segment_shape(data, segment_ids, num_segments):
+    """Unsorted segment ops: [num_segments] + the dims of data past the ids'.  The rule gets the
+    input tensors (`shape_reads_inputs`): num_segments, an attr or a size input (Note [size inputs]),
+    is read where it is known while the graph is built."""
+    dims, id_dims = tuple(data._value.shape), tuple(segment_ids._value.shape)
+    if len(dims) < len(id_dims) or any(a is not None and b is not None and a != b for a, b in zip(dims, id_dims)):
+        raise ValueError(f"data.shape = {list(dims)} does not start with segment_ids.shape = {list(id_dims)}")
+    if isinstance(num_segments, Tensor):
+        known = constant_value(num_segments)
+        num_segments = None if known is None else int(known)
+    return [Meta((num_segments,) + dims[len(id_dims):], data._value.dtype)]
+
+
+def _trailing_ones(t, extra):
+    """`t` with `extra` size-1 axes appended (inserted one by one when t has unknown dims)."""
+    if not extra:
+        return t
+    shape = t._value.shape
+    if None not in shape:
+        return primitives.reshape(t, shape + (1,) * extra)
+    for _ in range(extra):
+        t = primitives.expand_dims(t, -1)
+    return t
+
+
+def _batch_of_segments(out, size, n):
+    """The shape [size, n, ...] of the [size * n, ...] output `out` (a tensor when a size is unknown)."""
+    rest = tuple(out._value.shape[1:])
+    if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
+        return (size, n) + rest
+    return primitives.prepend(size, primitives.prepend(n, basic_ops.shape(out)[1:]))
+
+
+def _unsorted_batch(op_, xs, batched, attrs):
+    """Unsorted segment ops: example b's ids offset by b * num_segments, so that one op on the stacked
+    data fills [B * num_segments, ...], viewed as [B, num_segments, ...] (negative ids still dropped)."""
+    if len(xs) == 3 and batched[2]:
+        raise batching.NotBatchable                     # a segment count per example
+    n = xs[2] if len(xs) == 3 else attrs["num_segments"]
+    size = primitives.batch_size_of(xs[batched.index(True)])
+    data, ids = xs[0] if batched[0] else primitives.broadcast_batch(xs[0], size), xs[1]
+    if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
+        ids = cast(ids, dtypes.int64)
+    id_rank = batching.example_rank(ids, batched[1])
+    dtype = ids._value.dtype
+    if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
+        total = cast(size, dtype) * cast(n, dtype)
+        offsets = primitives.reshape(cast(basic_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
+    else:
+        total = size * n
+        offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))
+    ids = where(greater_equal(ids, zeros_like(ids)), ids + offsets, ids)
+    if isinstance(total, Tensor):
+        out = execute(op_, (data, ids, total), {})
+    else:
+        out = execute(op_, (data, ids), {"num_segments": total})
+    return primitives.reshape(out, _batch_of_segments(out, size, n)), True
+
+
+_unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True,
+                                         batch=batching.FamilyRule(_unsorted_batch))
+
+
+@_unsorted_segment_op("UnsortedSegmentSum", dtypes=NUMERIC_TYPES)
+def _unsorted_segment_sum(data, segment_ids, num_segments):
+    return _unsorted_reduce(np.add, 0, data, segment_ids, num_segments)
+
+
+@_unsorted_segment_sum.def_grad(reads_inputs=(1,))
+def _unsorted_segment_sum_grad(op, dy):
+    return _with_none_for_sizes(op, _gather_dropping_negatives(dy, op.inputs[1]))   # each row: its segment's gradient
+
+
+@tf_export("math.unsorted_segment_sum")
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """Sums rows of `data` into `num_segments` segments given by `segment_ids` (negative ids dropped).
+
+    >>> import tapeflow as tf
+    >>> tf.math.unsorted_segment_sum(tf.constant([1.0, 2.0, 3.0]), tf.constant([1, -1, 1]), 2).numpy()
+    array([0., 4.], dtype=float32)
+    """
+    return _unsorted_op(_unsorted_segment_sum, data, segment_ids, num_segments)

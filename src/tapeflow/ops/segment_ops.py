@@ -5,7 +5,8 @@ dimension of `data`; the output has `segment_ids[-1] + 1` rows and empty
 segments hold 0 (1 for products).  Unsorted ops take `segment_ids` of any
 leading shape of `data` and `num_segments`; negative ids are dropped and empty
 segments hold the reduction's identity (the dtype's lowest/highest value for
-max/min).  See Note [module split] in math_ops.py for the imports from math_ops.
+max/min).  `unsorted_segment_sum`, the adjoint of gather, is with the gathers
+in `scatter_ops`.
 """
 
 import functools
@@ -17,14 +18,17 @@ from tapeflow.framework.dtypes import NUMERIC_TYPES, REAL_TYPES
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute, op
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.shapes.known_values import constant_value
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
-from tapeflow.ops import array_ops, constructor_ops
-from tapeflow.ops import vectorization
-from tapeflow.ops.math_ops import cast, equal, greater, greater_equal, logical_and, maximum, ones_like, where, zeros_like
+from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.basic_ops import cast, zeros_like
+from tapeflow.ops.math_ops import equal, greater, greater_equal, logical_and, maximum, ones_like, where
+from tapeflow.ops.scatter_ops import (
+    _gather_dropping_negatives, _ids_shaped_like, _trailing_ones, _unsorted_op, _unsorted_reduce, _unsorted_segment_op,
+    _with_none_for_sizes, unsorted_segment_sum,
+)
 from tapeflow.ops.unary_ops import sqrt
-from tapeflow.ops.core import batching
 
 _HALF = frozenset((np.dtype(np.float16), np.dtype(dtypes.bfloat16._np)))
 
@@ -48,23 +52,6 @@ def _ids_tensor(segment_ids, op_type):
 def _at_least_one(counts):
     """Counts with empty segments (never gathered back) set to 1, so dividing by them is clean."""
     return maximum(counts, ones_like(counts))
-
-
-def _ids_shaped_like(ids, t):
-    """`ids` reshaped with trailing 1s so that it broadcasts against the per-row tensor `t`."""
-    return _trailing_ones(ids, t._value.ndim - ids._value.ndim)
-
-
-def _trailing_ones(t, extra):
-    """`t` with `extra` size-1 axes appended (inserted one by one when t has unknown dims)."""
-    if not extra:
-        return t
-    shape = t._value.shape
-    if None not in shape:
-        return array_ops.reshape(t, shape + (1,) * extra)
-    for _ in range(extra):
-        t = array_ops.expand_dims(t, -1)
-    return t
 
 
 # -- sorted segments ----------------------------------------------------------------
@@ -118,8 +105,8 @@ def _sorted_batch(op_, xs, batched, attrs):
     if batched[1]:
         raise batching.NotBatchable                     # ids per example: each example its own segment count
     swap = (1, 0) + tuple(range(2, xs[0]._value.ndim))
-    out = execute(op_, (array_ops._transpose_op(xs[0], swap), xs[1]), attrs)     # [S, B, R...]
-    return array_ops._transpose_op(out, swap), True
+    out = execute(op_, (primitives._transpose_op(xs[0], swap), xs[1]), attrs)     # [S, B, R...]
+    return primitives._transpose_op(out, swap), True
 
 
 _segment_op = functools.partial(op, same_dtype=False, shape=_segment_shape, batch=batching.FamilyRule(_sorted_batch))
@@ -132,7 +119,7 @@ def _segment_sum(data, segment_ids):
 
 @_segment_sum.def_grad(reads_inputs=(1,))
 def _segment_sum_grad(op, dy):
-    return array_ops.gather(dy, op.inputs[1]), None     # each row gets its segment's gradient
+    return scatter_ops.gather(dy, op.inputs[1]), None     # each row gets its segment's gradient
 
 
 @_segment_op("SegmentMean", dtypes=NUMERIC_TYPES)
@@ -153,7 +140,7 @@ def _segment_mean_grad(op, dy):
     else:
         ones = Tensor(np.ones(ids._value.shape + extra, dy._value.dtype))
     counts = segment_sum(ones, ids)
-    return array_ops.gather(dy / _at_least_one(counts), ids), None
+    return scatter_ops.gather(dy / _at_least_one(counts), ids), None
 
 
 @_segment_op("SegmentMax", dtypes=REAL_TYPES)
@@ -169,9 +156,9 @@ def _segment_min(data, segment_ids):
 def _segment_min_or_max_grad(op, dy):
     # The segment's gradient goes to the rows equal to its result, split evenly among ties.
     data, ids = op.inputs
-    chosen = equal(data, array_ops.gather(op.outputs[0], ids))
+    chosen = equal(data, scatter_ops.gather(op.outputs[0], ids))
     count = segment_sum(cast(chosen, dy._value.dtype), ids)
-    return where(chosen, array_ops.gather(dy / _at_least_one(count), ids), zeros_like(data)), None
+    return where(chosen, scatter_ops.gather(dy / _at_least_one(count), ids), zeros_like(data)), None
 
 
 _segment_max.def_grad(_segment_min_or_max_grad, reads_inputs=ALL, reads_outputs=True)
@@ -193,8 +180,8 @@ def _segment_prod_grad(op, dy):
     dy = where(greater(zeros, ones_like(zeros)), zeros_like(dy), dy)
     safe = where(is_zero, ones_like(data), data)
     nonzero_prod = segment_prod(safe, ids)
-    partial = where(is_zero, array_ops.gather(nonzero_prod, ids), array_ops.gather(op.outputs[0], ids) / safe)
-    return array_ops.gather(dy, ids) * partial, None
+    partial = where(is_zero, scatter_ops.gather(nonzero_prod, ids), scatter_ops.gather(op.outputs[0], ids) / safe)
+    return scatter_ops.gather(dy, ids) * partial, None
 
 
 def _sorted_op(kernel, data, segment_ids):
@@ -242,87 +229,6 @@ def segment_prod(data, segment_ids, name=None):
 
 # -- unsorted segments ----------------------------------------------------------------
 
-def _unsorted_reduce(ufunc, empty, data, ids, num_segments):
-    num_segments = int(num_segments)                     # an attr, or a scalar array (Note [size inputs])
-    if data.shape[:ids.ndim] != ids.shape:
-        raise ValueError(f"data.shape = {list(data.shape)} does not start with segment_ids.shape = {list(ids.shape)}")
-    if ids.size and ids.max() >= num_segments:
-        bad = int(np.argmax(ids.reshape(-1) >= num_segments))
-        raise ValueError(f"segment_ids[{bad}] = {int(ids.reshape(-1)[bad])} is out of range [0, {num_segments})")
-    out = np.full((num_segments,) + data.shape[ids.ndim:], empty, data.dtype)
-    keep = ids >= 0                                      # negative ids are dropped, like TensorFlow
-    ufunc.at(out, ids[keep], data[keep])
-    return out
-
-
-def _unsorted_segment_shape(data, segment_ids, num_segments):
-    """Unsorted segment ops: [num_segments] + the dims of data past the ids'.  The rule gets the
-    input tensors (`shape_reads_inputs`): num_segments, an attr or a size input (Note [size inputs]),
-    is read where it is known while the graph is built."""
-    dims, id_dims = tuple(data._value.shape), tuple(segment_ids._value.shape)
-    if len(dims) < len(id_dims) or any(a is not None and b is not None and a != b for a, b in zip(dims, id_dims)):
-        raise ValueError(f"data.shape = {list(dims)} does not start with segment_ids.shape = {list(id_dims)}")
-    if isinstance(num_segments, Tensor):
-        known = constant_value(num_segments)
-        num_segments = None if known is None else int(known)
-    return [Meta((num_segments,) + dims[len(id_dims):], data._value.dtype)]
-
-
-def _unsorted_batch(op_, xs, batched, attrs):
-    """Unsorted segment ops: example b's ids offset by b * num_segments, so that one op on the stacked
-    data fills [B * num_segments, ...], viewed as [B, num_segments, ...] (negative ids still dropped)."""
-    if len(xs) == 3 and batched[2]:
-        raise batching.NotBatchable                     # a segment count per example
-    n = xs[2] if len(xs) == 3 else attrs["num_segments"]
-    size = vectorization.batch_size_of(xs[batched.index(True)])
-    data, ids = xs[0] if batched[0] else vectorization.broadcast_batch(xs[0], size), xs[1]
-    if ids._value.dtype not in (np.int32, np.int64):    # room for the offsets
-        ids = cast(ids, dtypes.int64)
-    id_rank = batching.example_rank(ids, batched[1])
-    dtype = ids._value.dtype
-    if isinstance(size, Tensor) or isinstance(n, Tensor):         # graphs: sizes read when the graph runs
-        total = cast(size, dtype) * cast(n, dtype)
-        offsets = array_ops.reshape(cast(constructor_ops.range(size), dtype) * cast(n, dtype), (-1,) + (1,) * id_rank)
-    else:
-        total = size * n
-        offsets = Tensor((np.arange(size, dtype=dtype) * n).reshape((-1,) + (1,) * id_rank))
-    ids = where(greater_equal(ids, zeros_like(ids)), ids + offsets, ids)
-    if isinstance(total, Tensor):
-        out = execute(op_, (data, ids, total), {})
-    else:
-        out = execute(op_, (data, ids), {"num_segments": total})
-    return array_ops.reshape(out, _batch_of_segments(out, size, n)), True
-
-
-def _batch_of_segments(out, size, n):
-    """The shape [size, n, ...] of the [size * n, ...] output `out` (a tensor when a size is unknown)."""
-    rest = tuple(out._value.shape[1:])
-    if not isinstance(size, Tensor) and not isinstance(n, Tensor) and None not in rest:
-        return (size, n) + rest
-    lead = [array_ops.reshape(cast(d, dtypes.int32), [1]) for d in (size, n)]
-    return array_ops.concat(lead + [constructor_ops.shape(out)[1:]], 0)
-
-
-_unsorted_segment_op = functools.partial(op, same_dtype=False, shape=_unsorted_segment_shape, shape_reads_inputs=True,
-                                         batch=batching.FamilyRule(_unsorted_batch))
-
-
-@_unsorted_segment_op("UnsortedSegmentSum", dtypes=NUMERIC_TYPES)
-def _unsorted_segment_sum(data, segment_ids, num_segments):
-    return _unsorted_reduce(np.add, 0, data, segment_ids, num_segments)
-
-
-def _gather_dropping_negatives(params, ids):
-    """params[ids] with zero rows where ids < 0."""
-    g = array_ops.gather(params, maximum(ids, zeros_like(ids)))
-    keep = _ids_shaped_like(greater_equal(ids, zeros_like(ids)), g)      # broadcast by where
-    return where(keep, g, zeros_like(g))
-
-
-@_unsorted_segment_sum.def_grad(reads_inputs=(1,))
-def _unsorted_segment_sum_grad(op, dy):
-    return _with_none_for_sizes(op, _gather_dropping_negatives(dy, op.inputs[1]))   # each row: its segment's gradient
-
 
 @_unsorted_segment_op("UnsortedSegmentMax", dtypes=REAL_TYPES)
 def _unsorted_segment_max(data, segment_ids, num_segments):
@@ -365,45 +271,13 @@ def _unsorted_segment_prod_grad(op, dy):
     safe = where(is_zero, ones_like(data), data)
     nonzero_prod = unsorted_segment_prod(safe, ids, n)
     clipped = maximum(ids, zeros_like(ids))
-    partial = where(is_zero, array_ops.gather(nonzero_prod, clipped), array_ops.gather(op.outputs[0], clipped) / safe)
+    partial = where(is_zero, scatter_ops.gather(nonzero_prod, clipped), scatter_ops.gather(op.outputs[0], clipped) / safe)
     return _with_none_for_sizes(op, _gather_dropping_negatives(dy, ids) * partial)
-
-
-def _unsorted_op(kernel, data, segment_ids, num_segments):
-    data = convert_to_tensor(data)
-    ids = convert_to_tensor(segment_ids)
-    if ids._value.dtype.kind not in "iu":
-        raise TypeError(f"segment_ids must be an integer tensor, got {ids.dtype.name}.")
-    if isinstance(num_segments, SymbolicTensor):        # a size read when the graph runs (Note [size inputs])
-        if num_segments._value.dtype not in (np.int32, np.int64) or num_segments._value.ndim:
-            raise TypeError(f"num_segments of {kernel.type} must be an int32 or int64 scalar, got "
-                            f"{num_segments.dtype.name} of shape {num_segments.shape}.")
-        known = constant_value(num_segments)
-        if known is None:
-            return execute(kernel, (data, ids, num_segments), {})
-        num_segments = known
-    return execute(kernel, (data, ids), {"num_segments": int(num_segments)})
 
 
 def _num_segments(op):
     """The num_segments of an unsorted segment op: its attr, or its size input (Note [size inputs])."""
     return op.inputs[2] if len(op.inputs) == 3 else op.get_attr("num_segments")
-
-
-def _with_none_for_sizes(op, dx):
-    """The gradients of an unsorted segment op: dx for data, None for the ids (and num_segments)."""
-    return (dx, None, None) if len(op.inputs) == 3 else (dx, None)
-
-
-@tf_export("math.unsorted_segment_sum")
-def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
-    """Sums rows of `data` into `num_segments` segments given by `segment_ids` (negative ids dropped).
-
-    >>> import tapeflow as tf
-    >>> tf.math.unsorted_segment_sum(tf.constant([1.0, 2.0, 3.0]), tf.constant([1, -1, 1]), 2).numpy()
-    array([0., 4.], dtype=float32)
-    """
-    return _unsorted_op(_unsorted_segment_sum, data, segment_ids, num_segments)
 
 
 @tf_export("math.unsorted_segment_max")

@@ -4,7 +4,7 @@ All three lower to one op, "StridedSlice", whose begin/end/strides are int
 tensor inputs and whose five bit masks are attrs (TensorFlow's encoding, so a
 symbolic index works too).  Its gradient, "StridedSliceGrad", writes `dy` into
 zeros of the input's shape (an int tensor input, as in TensorFlow, so the
-gradient keeps no input value: Note [static shapes in gradients] in grad_util);
+gradient keeps no input value: Note [static shapes in gradients] in ops/core/primitives.py);
 the gradient of that is a strided slice again, so derivatives of any order work.  In graphs, a `tf.slice` whose begin or size is
 known only when the graph runs is the "Slice" op (its static shape follows
 TensorFlow's rule for -1 sizes), whose gradient is a StridedSliceGrad too.
@@ -21,22 +21,19 @@ import functools
 
 import numpy as np
 
-from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
-from tapeflow.framework.tensor import Tensor, _convert_python, convert_to_tensor
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes import shape_rules
 from tapeflow.framework.shapes.known_values import constant_value, fully_known, known
-from tapeflow.ops.grad_util import shape_tensor
-from tapeflow.ops import math_ops
-from tapeflow.ops import array_ops
-from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import batching
+from tapeflow.framework.shapes.symbolic_tensors import Meta, _const, known_rank
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import batching, primitives
+from tapeflow.ops.core.arguments import check_list_entries, typed_index_error
+from tapeflow.ops.core.primitives import shape_tensor
+from tapeflow.ops.core import basic_ops
 
 _INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int16, np.int32, np.int64))
 _SLICE_INDEX_DTYPES = frozenset(np.dtype(d) for d in (np.int32, np.int64))
@@ -191,13 +188,7 @@ def _prepend_entry(t, value):
     """The int vector `t` with `value` (an int or a scalar tensor) in front."""
     if type(t) is Tensor and not isinstance(value, Tensor):     # eager: no op for a constant index
         return Tensor(np.concatenate([np.asarray([value], t._value.dtype), t._value]))
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import join_ops
-    if isinstance(value, Tensor):                       # a batch size known when the graph runs
-        head = array_ops.reshape(math_ops.cast(value, t._value.dtype), [1])
-    else:
-        head = np.asarray([value], t._value.dtype)
-    return join_ops.concat([head, t], 0)
+    return primitives.prepend(value, t)
 
 
 @_strided_slice.def_grad(reads_inputs=(1, 2, 3))
@@ -215,9 +206,9 @@ def _shape_of(x, begin):
 
 def _strided_slice_grad_shape(shape, begin, end, strides, dy, **_):
     """The known entries of `shape` (an unknown rank when its length is unknown)."""
-    if size_inputs.unknown_length(shape):
+    if primitives.unknown_length(shape):
         return [Meta(None, dy._value.dtype)]
-    dims = size_inputs.output_dims(size_inputs.vector(shape, "shape", "StridedSliceGrad"), "StridedSliceGrad")
+    dims = primitives.output_dims(primitives.vector(shape, "shape", "StridedSliceGrad"), "StridedSliceGrad")
     return [Meta(tuple(dims), dy._value.dtype)]
 
 
@@ -237,7 +228,7 @@ def _strided_slice_grad_batch(xs, batched, **masks):
     if any(batched[:4]):
         raise batching.NotBatchable                     # a slice per example
     shape, *spec, dy = xs
-    shape = _prepend_entry(shape, vectorization.batch_size_of(dy))
+    shape = _prepend_entry(shape, primitives.batch_size_of(dy))
     return execute(_strided_slice_grad_op, [shape] + _batch_spec(spec) + [dy], _batch_masks(masks)), True
 
 
@@ -255,61 +246,6 @@ def _strided_slice_grad_grad(op, ddx):
 # to an input with a default dtype fails that conversion (TypeError).  A dtype outside the
 # list is InvalidArgumentError eagerly (TF's kernel lookup) and TypeError while a graph is
 # built (its op builder).  Callers convert as before and come here only on their error path.
-
-def typed_index(value, what, op_type, attr, allowed, default=None):
-    """`value` as the input `what` of `op_type` whose type attr `attr` allows the NumPy dtypes
-    `allowed` (`default`: the attr's default dtype), converted and checked like TensorFlow
-    (Note [typed index inputs]).  Python and NumPy values become eager tensors, also in graphs.
-
-    Raises:
-      TypeError: eagerly, a Python float for an input with a default dtype; in graphs, a dtype
-        not in `allowed`; TF's conversion errors (see `_python_entries`).
-      ValueError: None, or a ragged list; eagerly, None or text among numbers.
-      InvalidArgumentError: eagerly, a dtype not in `allowed`.
-    """
-    if isinstance(value, Tensor) or hasattr(value, "_as_tensor"):
-        t = convert_to_tensor(value)
-    elif default is not None and isinstance(value, float) and not state.graphs:
-        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {default.name}")
-    else:
-        if isinstance(value, (list, tuple)):
-            check_list_entries(value)
-        array = None
-        if default is not None:
-            try:
-                empty = isinstance(value, (list, tuple)) and not value
-                array = np.zeros((0,), default._np) if empty else _convert_python(value, default)
-            except (TypeError, ValueError):
-                pass
-        if array is None:
-            array = _convert_python(value, None)
-        t = convert_to_tensor(value) if array is None else Tensor(array)     # None: tensors in the list
-    if t._value.dtype not in allowed:
-        raise typed_index_error(t.dtype.name, what, op_type, attr, allowed)
-    return t
-
-
-def check_list_entries(value):
-    """Raises TensorFlow's conversion error for a list mixing tensors with None or text (TypeError),
-    or, in graphs, None or text with numbers (TypeError: its graph conversion checks each entry)."""
-    tensors = [v for v in value if isinstance(v, Tensor)]
-    odd = next((v for v in value if v is None or isinstance(v, (str, bytes))), None)
-    if tensors and odd is not None:
-        raise TypeError(f"Cannot convert {odd!r} to EagerTensor of dtype {tensors[0].dtype.name}")
-    text = sum(isinstance(v, (str, bytes)) for v in value)
-    if state.graphs and (any(v is None for v in value) or 0 < text < len(value)):
-        raise TypeError(f"Failed to convert elements of {value!r} to Tensor.")
-
-
-def typed_index_error(dtype_name, what, op_type, attr, allowed):
-    """The exception for a `dtype_name` tensor given to the input `what` of `op_type` whose type
-    attr `attr` allows the NumPy dtypes `allowed` (Note [typed index inputs])."""
-    names = ", ".join(sorted(dtypes.as_dtype(d).name for d in allowed))
-    if state.graphs:
-        return TypeError(f"Value passed to parameter '{what}' of {op_type} has DataType {dtype_name} not in list "
-                         f"of allowed values: {names}")
-    return InvalidArgumentError(None, op_type, f"Value for attr '{attr}' of {dtype_name} is not in the list of "
-                                f"allowed values: {names} (argument `{what}`) [Op:{op_type}]")
 
 
 def _slice_index(value, what):
@@ -393,7 +329,7 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's public n
     x = convert_to_tensor(input_)
     known_rank(x, "Slice")
     if state.graphs:
-        known = [size_inputs.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
+        known = [primitives.sizes_or_tensor(v, what, "Slice") for v, what in ((begin, "begin"), (size, "size"))]
         if isinstance(known[0], Tensor) or isinstance(known[1], Tensor):
             return _dynamic_slice(x, begin if known[0] is None else known[0], size if known[1] is None else known[1])
         begin, size = (v if k is None else k for v, k in zip((begin, size), known))
@@ -462,7 +398,7 @@ def _dynamic_slice(x, begin, size):
     begin, size = _slice_index(begin, "begin"), _slice_index(size, "size")
     if begin._value.dtype != size._value.dtype:                    # one index type, the wider
         wide = np.int64 if np.int64 in (begin._value.dtype, size._value.dtype) else np.int32
-        begin, size = math_ops.cast(begin, wide), math_ops.cast(size, wide)
+        begin, size = basic_ops.cast(begin, wide), basic_ops.cast(size, wide)
     return execute(_slice, (x, begin, size), {})
 
 
@@ -470,8 +406,8 @@ def _slice_shape(x, begin, size):
     """In graphs (TensorFlow's rule): the known sizes; a -1 size is the rest of a known dimension when the
     begin is known, and unknown when some size is not known."""
     shape = tuple(x._value.shape)
-    b = size_inputs.vector(begin, "begin", "Slice")
-    s = size_inputs.vector(size, "size", "Slice")
+    b = primitives.vector(begin, "begin", "Slice")
+    s = primitives.vector(size, "size", "Slice")
     if len(b) != len(shape) or len(s) != len(shape):
         raise ValueError(f"Expected begin and size arguments to be 1-D tensors of size {len(shape)}, but got "
                          f"{len(b)} and {len(s)} entries instead [Op:Slice]")
@@ -567,7 +503,7 @@ def _getitem(x, key):
     spec = _SPECS.get(sig) if sig is not None else None
     if spec is None:
         if _is_bool_mask(key):
-            return array_ops.boolean_mask(x, key)
+            return scatter_ops.boolean_mask(x, key)
         spec = _key_spec(key)
         if sig is not None:
             if len(_SPECS) >= 4096:
@@ -649,4 +585,4 @@ def _pack(values):
         if values and (max(values) >= 2**31 or min(values) < -2**31):
             return np.asarray(values, np.int64)
         return np.asarray(values, np.int32) if values else np.zeros(0, np.int32)
-    return array_ops.stack([math_ops.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])
+    return primitives.stack([basic_ops.cast(v, "int64") if isinstance(v, Tensor) else np.int64(v) for v in values])

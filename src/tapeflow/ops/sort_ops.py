@@ -15,12 +15,12 @@ import numpy as np
 from tapeflow.framework.dtypes import REAL_TYPES, int32, int64
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
-from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
-from tapeflow.ops import vectorization
-from tapeflow.ops import size_inputs
 from tapeflow.framework.shapes.shape_rules import shape_error
-from tapeflow.ops import array_ops, math_ops
+from tapeflow.framework.shapes.symbolic_tensors import Meta, known_rank
+from tapeflow.framework.tensor import convert_to_tensor
+from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 def _argsort_shape(x, descending):
@@ -59,7 +59,7 @@ def _moved(values, axis, op_name):
         return x, None
     perm = tuple(i for i in range(rank) if i != axis) + (axis,)
     back = tuple(int(i) for i in np.argsort(perm))
-    return array_ops.transpose(x, perm), back
+    return primitives.transpose(x, perm), back
 
 
 def _direction(direction):
@@ -84,7 +84,7 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
     descending = _direction(direction)
     x, back = _moved(values, axis, "argsort")
     order = execute(_argsort, (x,), {"descending": descending})
-    return order if back is None else array_ops.transpose(order, back)
+    return order if back is None else primitives.transpose(order, back)
 
 
 @tf_export("sort")
@@ -104,11 +104,11 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     x, back = _moved(values, axis, "sort")
     shape = x._value.shape
     if None in shape:                                  # graphs: unknown sizes are read at run time
-        shape = size_inputs.dims_of(x)
-    rows = array_ops.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
+        shape = primitives.dims_of(x)
+    rows = primitives.reshape(x, (-1, shape[-1]))      # [m, n]: a batch gather keeps the gradient dense
     order = execute(_argsort, (rows,), {"descending": descending})
-    out = array_ops.reshape(array_ops.gather(rows, order, axis=1, batch_dims=1), shape)
-    return out if back is None else array_ops.transpose(out, back)
+    out = primitives.reshape(scatter_ops.gather(rows, order, axis=1, batch_dims=1), shape)
+    return out if back is None else primitives.transpose(out, back)
 
 
 def _invert_permutation_shape(x):
@@ -145,4 +145,4 @@ def invert_permutation(x):
 @invert_permutation.def_batch
 def _invert_permutation_batch(xs, batched):
     # the inverse of a permutation is the order that sorts it (rows are not checked to be permutations)
-    return math_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True
+    return basic_ops.cast(execute(_argsort, xs, {"descending": False}), xs[0]._value.dtype), True

@@ -16,17 +16,17 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError, NotFoundError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_like, execute, op, raise_type_mismatch
-from tapeflow.framework.sparse_tensor import SparseTensor
+from tapeflow.framework.shapes.known_values import constant_value, partial_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta
+from tapeflow.framework.sparse_tensor import SparseTensor
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import vectorization
-from tapeflow.ops.core import batching
 from tapeflow.ops import (
     array_ops, constructor_ops, join_ops, linalg_ops, math_ops, reduction_ops, scatter_ops, sort_ops,
 )
-from tapeflow.framework.shapes.known_values import constant_value, partial_value
+from tapeflow.ops.core import batching, primitives
 from tapeflow.ops.core.half import computes_in_float32
+from tapeflow.ops.core import basic_ops
 
 _INT64 = np.dtype(np.int64)
 
@@ -106,25 +106,25 @@ def _sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value,
 def _sparse_to_dense_grad(op, dy):
     # d out[i] / d values[k] = 1 where i = indices[k]; the default fills every other entry
     indices, output_shape, values = op.inputs[0], op.inputs[1], op.inputs[2]
-    rows = array_ops.reshape(indices, join_ops.concat([[-1], constructor_ops.shape(output_shape)], 0))
+    rows = primitives.reshape(indices, join_ops.concat([[-1], basic_ops.shape(output_shape)], 0))
     dvalues = scatter_ops.gather_nd(dy, rows)
-    ddefault = reduction_ops.reduce_sum(dy) - reduction_ops.reduce_sum(dvalues)
+    ddefault = primitives.reduce_sum(dy) - primitives.reduce_sum(dvalues)
     if values.shape.rank == 0:
-        dvalues = reduction_ops.reduce_sum(dvalues)
+        dvalues = primitives.reduce_sum(dvalues)
     return None, None, dvalues, ddefault
 
 
 def _batch_rows(indices, size):
     """The indices of a batch of `size` SparseTensors sharing `indices` ([N, rank]) as one of rank + 1:
     each row prefixed by its example's number, example after example."""
-    n = constructor_ops.shape(indices, out_type=dtypes.int64)[0]
-    example = constructor_ops.range(math_ops.cast(size, dtypes.int64))
-    example = array_ops.reshape(array_ops.tile(array_ops.expand_dims(example, 1), join_ops.stack([1, n])), [-1, 1])
-    return join_ops.concat([example, array_ops.tile(indices, join_ops.stack([size, 1]))], 1)
+    n = basic_ops.shape(indices, out_type=dtypes.int64)[0]
+    example = basic_ops.range(basic_ops.cast(size, dtypes.int64))
+    example = primitives.reshape(array_ops.tile(primitives.expand_dims(example, 1), primitives.stack([1, n])), [-1, 1])
+    return join_ops.concat([example, array_ops.tile(indices, primitives.stack([size, 1]))], 1)
 
 
 def _batch_shape(size, dense_shape):
-    return join_ops.concat([array_ops.reshape(math_ops.cast(size, dtypes.int64), [1]), dense_shape], 0)
+    return join_ops.concat([primitives.reshape(basic_ops.cast(size, dtypes.int64), [1]), dense_shape], 0)
 
 
 @_sparse_to_dense.def_batch
@@ -134,21 +134,21 @@ def _sparse_to_dense_batch(xs, batched, validate_indices=True):
     rank = output_shape._value.shape[0] if output_shape._value.shape else None
     if batched[0] or batched[1] or rank is None:
         raise batching.NotBatchable          # positions or shapes differ per example
-    size = vectorization.batch_size_of(values if batched[2] else default)
-    indices = array_ops.reshape(indices, [-1, rank])
-    n = constructor_ops.shape(indices)[0]
-    values = values if batched[2] else vectorization.broadcast_batch(values, size)
-    values = array_ops.reshape(array_ops.broadcast_to(array_ops.reshape(values, join_ops.stack([size, -1])),
-                                                      join_ops.stack([size, n])), [-1])
+    size = primitives.batch_size_of(values if batched[2] else default)
+    indices = primitives.reshape(indices, [-1, rank])
+    n = basic_ops.shape(indices)[0]
+    values = values if batched[2] else primitives.broadcast_batch(values, size)
+    values = primitives.reshape(primitives.broadcast_to(primitives.reshape(values, primitives.stack([size, -1])),
+                                                      primitives.stack([size, n])), [-1])
     rows, shape = _batch_rows(indices, size), _batch_shape(size, output_shape)
     attrs = {"validate_indices": validate_indices}
     if not batched[3]:
         return execute(_sparse_to_dense, [rows, shape, values, default], attrs), True
     # a default per example: the entries no index hits take it
-    zero = math_ops.zeros_like(default[0])
+    zero = basic_ops.zeros_like(default[0])
     dense = execute(_sparse_to_dense, [rows, shape, values, zero], attrs)
     hit = execute(_sparse_to_dense, [rows, shape, math_ops.ones_like(values), zero], {"validate_indices": False})
-    return dense + (math_ops.ones_like(hit) - hit) * array_ops.reshape(default, [-1] + [1] * rank), True
+    return dense + (math_ops.ones_like(hit) - hit) * primitives.reshape(default, [-1] + [1] * rank), True
 
 
 @tf_export("sparse.to_dense")
@@ -208,9 +208,9 @@ def from_dense(tensor, name=None):
     ([[0, 1], [1, 0]], [1.5, 2.0])
     """
     tensor = convert_to_tensor(tensor)
-    indices = math_ops.where(math_ops.not_equal(tensor, math_ops.zeros_like(tensor)))
+    indices = math_ops.where(math_ops.not_equal(tensor, basic_ops.zeros_like(tensor)))
     return SparseTensor(indices, scatter_ops.gather_nd(tensor, indices),
-                        constructor_ops.shape(tensor, out_type=dtypes.int64))
+                        basic_ops.shape(tensor, out_type=dtypes.int64))
 
 
 @tf_export("sparse.reorder")
@@ -231,7 +231,7 @@ def reorder(sp_input, name=None):
     """
     sp_input = _sparse(sp_input)
     strides = reduction_ops.cumprod(sp_input.dense_shape, exclusive=True, reverse=True)
-    order = sort_ops.argsort(reduction_ops.reduce_sum(sp_input.indices * strides, axis=1), stable=True)
+    order = sort_ops.argsort(primitives.reduce_sum(sp_input.indices * strides, axis=1), stable=True)
     return SparseTensor(scatter_ops.gather(sp_input.indices, order), scatter_ops.gather(sp_input.values, order),
                         sp_input.dense_shape)
 
@@ -316,11 +316,11 @@ def _sparse_dense_matmul_grad(op, dy):
     if adjoint_b:
         db = linalg_ops.matrix_transpose(db, conjugate=True)
     rows, cols = indices[:, 0], indices[:, 1]
-    op_b = array_ops.transpose(b) if adjoint_b else math_ops.conj(b)
-    dvalues = reduction_ops.reduce_sum(scatter_ops.gather(dy, cols if adjoint_a else rows)
+    op_b = primitives.transpose(b) if adjoint_b else basic_ops.conj(b)
+    dvalues = primitives.reduce_sum(scatter_ops.gather(dy, cols if adjoint_a else rows)
                                        * scatter_ops.gather(op_b, rows if adjoint_a else cols), axis=-1)
     if adjoint_a:
-        dvalues = math_ops.conj(dvalues)
+        dvalues = basic_ops.conj(dvalues)
     return None, dvalues, None, db
 
 
@@ -331,21 +331,21 @@ def _sparse_dense_matmul_batch(xs, batched, adjoint_a=False, adjoint_b=False):
     indices, values, shape, b = xs
     if batched[0] or batched[2]:
         raise batching.NotBatchable          # the positions differ per example
-    size = vectorization.batch_size_of(values if batched[1] else b)
-    values = values if batched[1] else vectorization.broadcast_batch(values, size)
-    offsets = array_ops.expand_dims(constructor_ops.range(math_ops.cast(size, dtypes.int64)), 1)
-    rows = array_ops.reshape(offsets * shape[0] + indices[:, 0], [-1])
-    cols = array_ops.reshape(offsets * shape[1] + indices[:, 1], [-1])
-    big_shape = join_ops.stack([math_ops.cast(size, dtypes.int64) * shape[0], math_ops.cast(size, dtypes.int64)
+    size = primitives.batch_size_of(values if batched[1] else b)
+    values = values if batched[1] else primitives.broadcast_batch(values, size)
+    offsets = primitives.expand_dims(basic_ops.range(basic_ops.cast(size, dtypes.int64)), 1)
+    rows = primitives.reshape(offsets * shape[0] + indices[:, 0], [-1])
+    cols = primitives.reshape(offsets * shape[1] + indices[:, 1], [-1])
+    big_shape = primitives.stack([basic_ops.cast(size, dtypes.int64) * shape[0], basic_ops.cast(size, dtypes.int64)
                                 * shape[1]])
-    b = b if batched[3] else vectorization.broadcast_batch(b, size)
+    b = b if batched[3] else primitives.broadcast_batch(b, size)
     if adjoint_b:       # op(B_i) = B_i^H stacked by rows: the B_i side by side
-        big_b = array_ops.reshape(array_ops.transpose(b, [1, 0, 2]), join_ops.stack([constructor_ops.shape(b)[1], -1]))
+        big_b = primitives.reshape(primitives.transpose(b, [1, 0, 2]), primitives.stack([basic_ops.shape(b)[1], -1]))
     else:
-        big_b = array_ops.reshape(b, join_ops.stack([-1, constructor_ops.shape(b)[2]]))
-    out = execute(_sparse_dense_matmul, [join_ops.stack([rows, cols], 1), array_ops.reshape(values, [-1]),
+        big_b = primitives.reshape(b, primitives.stack([-1, basic_ops.shape(b)[2]]))
+    out = execute(_sparse_dense_matmul, [primitives.stack([rows, cols], 1), primitives.reshape(values, [-1]),
                                          big_shape, big_b], {"adjoint_a": adjoint_a, "adjoint_b": adjoint_b})
-    return array_ops.reshape(out, join_ops.stack([size, -1, constructor_ops.shape(out)[1]])), True
+    return primitives.reshape(out, primitives.stack([size, -1, basic_ops.shape(out)[1]])), True
 
 
 @tf_export("sparse.sparse_dense_matmul")
@@ -377,8 +377,8 @@ def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
     """
     if isinstance(b, SparseTensor):     # A B = (B^T A^T)^T, the adjoints folded in
         if adjoint_a != adjoint_b:
-            return array_ops.transpose(sparse_dense_matmul(b, sp_a, adjoint_a, adjoint_b))
-        return array_ops.transpose(sparse_dense_matmul(b, sp_a, adjoint_a=not adjoint_a, adjoint_b=not adjoint_b))
+            return primitives.transpose(sparse_dense_matmul(b, sp_a, adjoint_a, adjoint_b))
+        return primitives.transpose(sparse_dense_matmul(b, sp_a, adjoint_a=not adjoint_a, adjoint_b=not adjoint_b))
     sp_a = _sparse(sp_a)
     return execute(_sparse_dense_matmul, [sp_a.indices, sp_a.values, sp_a.dense_shape, convert_to_tensor(b)],
                    {"adjoint_a": adjoint_a, "adjoint_b": adjoint_b})
@@ -432,11 +432,11 @@ def _sparse_reduce_sum_grad(op, dy):
     # each value's gradient is dy at its coordinates with the reduced axes dropped
     indices, shape, axes = op.inputs[0], op.inputs[2], op.inputs[3]
     rank = constructor_ops.size(shape)
-    positions = array_ops.reshape(math_ops.floormod(axes, rank), [-1, 1])
-    kept = scatter_ops.tensor_scatter_nd_update(shape, positions, math_ops.cast(math_ops.ones_like(
-        array_ops.reshape(axes, [-1])), dtypes.int64))
+    positions = primitives.reshape(math_ops.floormod(axes, rank), [-1, 1])
+    kept = scatter_ops.tensor_scatter_nd_update(shape, positions, basic_ops.cast(math_ops.ones_like(
+        primitives.reshape(axes, [-1])), dtypes.int64))
     scale = math_ops.floordiv(shape, kept)
-    return None, scatter_ops.gather_nd(array_ops.reshape(dy, kept), math_ops.floordiv(indices, scale)), None, None
+    return None, scatter_ops.gather_nd(primitives.reshape(dy, kept), math_ops.floordiv(indices, scale)), None, None
 
 
 @_sparse_reduce_sum.def_batch
@@ -445,10 +445,10 @@ def _sparse_reduce_sum_batch(xs, batched, keep_dims=False):
     indices, values, shape, axes = xs
     if batched[0] or batched[2] or batched[3]:
         raise batching.NotBatchable
-    size = vectorization.batch_size_of(values)
+    size = primitives.batch_size_of(values)
     rank = constructor_ops.size(shape)
     shifted = math_ops.floormod(axes, rank) + 1
-    return execute(_sparse_reduce_sum, [_batch_rows(indices, size), array_ops.reshape(values, [-1]),
+    return execute(_sparse_reduce_sum, [_batch_rows(indices, size), primitives.reshape(values, [-1]),
                                         _batch_shape(size, shape), shifted], {"keep_dims": keep_dims}), True
 
 
@@ -476,7 +476,7 @@ def _axes_of(sp, axis):
     rank = sp.shape.rank
     if rank is not None:
         return convert_to_tensor(np.arange(rank, dtype=np.int32))
-    return constructor_ops.range(0, math_ops.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
+    return basic_ops.range(0, basic_ops.cast(constructor_ops.size(sp.dense_shape), dtypes.int32))
 
 
 @tf_export("sparse.reduce_sum")
@@ -516,7 +516,7 @@ def _times_dense(sp, y, combine):
     """`sp` with each value combined with the dense `y` (broadcast to sp's shape) at its index:
     TensorFlow's SparseTensor * and / (a SparseTensor of the same indices)."""
     y = convert_like(y, sp.dtype)
-    at = y if y.shape.rank == 0 else scatter_ops.gather_nd(array_ops.broadcast_to(y, sp.dense_shape), sp.indices)
+    at = y if y.shape.rank == 0 else scatter_ops.gather_nd(primitives.broadcast_to(y, sp.dense_shape), sp.indices)
     return SparseTensor(sp.indices, combine(sp.values, at), sp.dense_shape)
 
 

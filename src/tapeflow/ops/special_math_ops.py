@@ -17,11 +17,10 @@ from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core.presets import binary_op, unary_op
-from tapeflow.ops.grad_util import unbroadcast
-from tapeflow.ops.math_ops import _binary_inputs, equal, ones_like, where, zeros_like
-from tapeflow.ops.unary_ops import _special, exp, reciprocal, sign, square
-from tapeflow.ops.reduction_ops import reduce_sum
-
+from tapeflow.ops.core.primitives import reduce_sum, unbroadcast
+from tapeflow.ops.core.basic_ops import zeros_like
+from tapeflow.ops.math_ops import _binary_inputs, equal, ones_like, reciprocal, square, where
+from tapeflow.ops.unary_ops import _special, exp, sign
 
 # -- error function and normal quantiles ------------------------------------------------
 

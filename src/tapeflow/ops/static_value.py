@@ -20,6 +20,9 @@ from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor, is_tensor
+from tapeflow.ops import array_ops, constructor_ops, join_ops, math_ops
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("get_static_value")
@@ -61,27 +64,8 @@ def _value(t, partial=False):
     if not isinstance(t, SymbolicTensor):
         return None
     op = t.op
-    rule = _rules().get(op.op_def)
+    rule = _RULES.get(op.op_def)
     return None if rule is None else rule(t, op, partial)
-
-
-_RULES = {}
-
-
-def _rules():
-    """op record -> its rule (t, op, partial) -> value or None; built on first use."""
-    if not _RULES:
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import array_ops, constructor_ops, join_ops, math_ops
-        _RULES.update({
-            _const: lambda t, op, p: np.asarray(op.attrs["value"]),
-            constructor_ops._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
-            constructor_ops._range: _kernel, constructor_ops._fill: _fill, math_ops._cast: _kernel,
-            join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, join_ops._pack: _pack,
-            join_ops._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
-            array_ops._identity: _identity, array_ops._stop_gradient: _identity,
-        })
-    return _RULES
 
 
 def _static_dims(t):
@@ -150,3 +134,14 @@ def _unpack(t, op, partial):
 
 def _identity(t, op, partial):
     return _value(op.inputs[0], partial)
+
+
+# op record -> its rule (t, op, partial) -> value or None
+_RULES = {
+    _const: lambda t, op, p: np.asarray(op.attrs["value"]),
+    basic_ops._shape: _shape, constructor_ops._size: _size, constructor_ops._rank: _rank,
+    basic_ops._range: _kernel, constructor_ops._fill: _fill, basic_ops._cast: _kernel,
+    join_ops._concat: _kernel, join_ops._split_even: _kernel_partial, primitives._pack: _pack,
+    primitives._unpack: _unpack, math_ops.equal.op: _kernel, math_ops.not_equal.op: _kernel,
+    array_ops._identity: _identity, array_ops._stop_gradient: _identity,
+}

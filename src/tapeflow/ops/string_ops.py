@@ -16,13 +16,12 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import convert_inputs, execute, op
+from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
 from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops
-from tapeflow.ops import vectorization
+from tapeflow.ops.core import batching, primitives
 from tapeflow.ops.core.batching import ELEMENTWISE
-from tapeflow.framework.shapes.shape_rules import merge_shapes, shape_error
-from tapeflow.ops.core import batching
+from tapeflow.ops.core import basic_ops
 
 _STRING = dtypes.string._np
 _STRING_ONLY = (dtypes.string,)
@@ -71,14 +70,14 @@ def _string_join(*xs, separator):
 @_string_join.def_batch
 def _string_join_batch(xs, batched, separator):
     # the kernel broadcasts scalars only: every input of an example's shape is made stacked
-    size = vectorization.batch_size_of(xs[batched.index(True)])
+    size = primitives.batch_size_of(xs[batched.index(True)])
     ranks = [batching.example_rank(x, b) for x, b in zip(xs, batched)]
-    ref = next((x if b else vectorization.broadcast_batch(x, size) for x, b, r in zip(xs, batched, ranks) if r), None)
+    ref = next((x if b else primitives.broadcast_batch(x, size) for x, b, r in zip(xs, batched, ranks) if r), None)
     out = []
     for x, b, r in zip(xs, batched, ranks):
         if ref is not None and (r or b):
-            x = array_ops.broadcast_to(vectorization.insert_axes(x, 1, ref._value.ndim - 1) if b and not r else x,
-                                       array_ops.shape(ref))
+            x = primitives.broadcast_to(primitives.insert_axes(x, 1, ref._value.ndim - 1) if b and not r else x,
+                                       basic_ops.shape(ref))
         out.append(x)
     return execute(_string_join, out, {"separator": separator}), True
 

@@ -5,26 +5,23 @@ the sigmoid family, rounding and float predicates (special functions are in
 Each op's kernel and gradient sit together.  Gradients of holomorphic functions
 follow TensorFlow's complex convention `dx = dy * conj(f'(x))`.  Every op
 returns its input's dtype (half-precision SciPy calls go through float32).
-
-See Note [module split] in math_ops.py for why this module may import from
-math_ops at the top.
 """
 
 import numpy as np
 import scipy.special
 
 from tapeflow.framework import dtypes
-from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES, NUMERIC_TYPES
+from tapeflow.framework.dtypes import FLOATING_TYPES, INEXACT_TYPES
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import ALL, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core.batching import SAME_SHAPE
 from tapeflow.ops.core.presets import unary_op
-from tapeflow.ops.math_ops import _conj_if_complex, _div_no_nan, _mul_no_nan, cast, complex, div_no_nan, zeros_like
-
-_SIGNED_INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
-_SIGNED = FLOATING_TYPES + _SIGNED_INTS + dtypes.COMPLEX_TYPES
+from tapeflow.ops.core.basic_ops import _conj_if_complex, cast, zeros_like
+from tapeflow.ops.math_ops import (
+    _SIGNED_INTS, _div_no_nan, _mul_no_nan, complex, div_no_nan, negative, reciprocal, square,
+)
 
 
 def _special(fn, x):
@@ -40,16 +37,6 @@ _c = _conj_if_complex
 
 
 # -- signs and powers ----------------------------------------------------------------
-
-@tf_export("math.negative", "negative")
-@unary_op("Neg", dtypes=_SIGNED, into=np.negative)
-def negative(x):
-    return np.negative(x)
-
-
-@negative.def_grad(reads_inputs=False)
-def _neg_grad(op, dy):
-    return -dy                                          # d(-x) = -dx
 
 
 @unary_op("Abs", dtypes=FLOATING_TYPES + _SIGNED_INTS)
@@ -104,17 +91,6 @@ def sign(x, name=None):
     return _sign(x)
 
 
-@tf_export("math.square", "square")
-@unary_op("Square", dtypes=NUMERIC_TYPES, into=np.square)
-def square(x):
-    return np.square(x)
-
-
-@square.def_grad(reads_inputs=(0,))
-def _square_grad(op, dy):
-    return dy * (2 * _c(op.inputs[0]))                  # d x^2 = 2x dx
-
-
 @tf_export("math.sqrt", "sqrt")
 @unary_op("Sqrt", dtypes=INEXACT_TYPES, into=np.sqrt)
 def sqrt(x):
@@ -140,18 +116,6 @@ def rsqrt(x):
 def _rsqrt_grad(op, dy):
     y = _c(op.outputs[0])
     return _mul_no_nan(-0.5 * y * y * y, dy)            # d x^(-1/2) = -x^(-3/2)/2 dx; Note [zero upstream gradient]
-
-
-@tf_export("math.reciprocal")
-@unary_op("Reciprocal", dtypes=INEXACT_TYPES, into=np.reciprocal)
-def reciprocal(x):
-    return np.reciprocal(x)
-
-
-@reciprocal.def_grad(reads_inputs=False, reads_outputs=True)
-def _reciprocal_grad(op, dy):
-    y = _c(op.outputs[0])
-    return _mul_no_nan(-y * y, dy)                      # d (1/x) = -dx / x^2; Note [zero upstream gradient]
 
 
 @tf_export("math.reciprocal_no_nan")
@@ -183,17 +147,6 @@ def expm1(x):
 @expm1.def_grad(reads_inputs=(0,))
 def _expm1_grad(op, dy):
     return dy * exp(_c(op.inputs[0]))                   # d (e^x - 1) = e^x dx
-
-
-@tf_export("math.log")
-@unary_op("Log", dtypes=INEXACT_TYPES, into=np.log)
-def log(x):
-    return np.log(x)
-
-
-@log.def_grad(reads_inputs=(0,))
-def _log_grad(op, dy):
-    return dy * reciprocal(_c(op.inputs[0]))            # d log x = dx / x
 
 
 @tf_export("math.log1p")

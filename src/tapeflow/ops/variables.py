@@ -34,14 +34,16 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import default_session, eager_mode, executing_eagerly_outside_functions, state
 from tapeflow.framework.device import DEFAULT_DEVICE, current_device
 from tapeflow.framework.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from tapeflow.framework.export import tf_export
+from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, known_rank
-from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, _next_id, _numpy_repr, _Reference, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.export import tf_export
-from tapeflow.ops.core import half
-from tapeflow.ops.variable_creation import _VariableCreation, _sync_aggregation_trainable
+from tapeflow.ops import join_ops, scatter_ops
+from tapeflow.ops.core import half, primitives
+from tapeflow.ops.scatter_ops import _gather, _indexed_slices_grad
+from tapeflow.ops.variable_creation import _sync_aggregation_trainable, _VariableCreation
 
 
 class _Uninitialized(np.ndarray):
@@ -568,16 +570,17 @@ class Variable(metaclass=_VariableCreation):
     def scatter_nd_sub(self, indices, updates, name=None):
         return self._scatter_nd("scatter_nd_sub", indices, updates)
 
+    def _gather_rows(self, indices):
+        """The ResourceGather of rows `indices` (int32/int64, checked by `tf.gather`)."""
+        self._note_access()
+        return execute(_resource_gather, (self, indices), {})
+
     def sparse_read(self, indices, name=None):
         """The rows `indices` of the variable (`tf.gather`; its gradient is an IndexedSlices)."""
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import scatter_ops
         return scatter_ops.gather(self, indices)
 
     def gather_nd(self, indices, name=None):
         """The slices at the index rows `indices` (`tf.gather_nd`)."""
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import scatter_ops
         return scatter_ops.gather_nd(self, indices)
 
     def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
@@ -586,8 +589,6 @@ class Variable(metaclass=_VariableCreation):
         The leading axes of the indices are batch axes of the variable; this is
         `scatter_nd_update` with the batch coordinates prepended to each index.
         """
-        # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-        from tapeflow.ops import array_ops
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"Argument `sparse_delta` must be a `tf.IndexedSlices`. Received arg: {sparse_delta!r}")
         indices = convert_to_tensor(sparse_delta.indices)
@@ -595,7 +596,7 @@ class Variable(metaclass=_VariableCreation):
         if None in ishape:
             raise ValueError(f"batch_scatter_update needs indices of a static shape, got {TensorShape(ishape)}.")
         batch = np.moveaxis(np.indices(ishape, dtype=indices._value.dtype)[:-1], 0, -1)   # [..., rank - 1]
-        rows = array_ops.concat([Tensor(batch), array_ops.expand_dims(indices, -1)], axis=-1)
+        rows = join_ops.concat([Tensor(batch), primitives.expand_dims(indices, -1)], axis=-1)
         return self.scatter_nd_update(rows, sparse_delta.values)
 
     def __repr__(self):
@@ -817,3 +818,25 @@ def _cast_ok(value, dtype):
 
 def _shape_str(shape):
     return str(TensorShape(shape))
+
+
+def _resource_gather_shape(var, indices):
+    """indices.shape + the variable's declared shape past its first dim."""
+    read = _read_variable_shape(var)[0]
+    return [Meta(tuple(indices._value.shape) + read.shape[1:], read.dtype)]
+
+
+@op("ResourceGather", same_dtype=False, shape=_resource_gather_shape, shape_reads_inputs=True)
+def _resource_gather(params, indices):
+    return _gather.kernel(found_value(params, "ResourceGather"), indices, 0, 0)
+
+
+@_resource_gather.def_batch
+def _resource_gather_batch(xs, batched):
+    return execute(_resource_gather, xs, {}), True     # batched indices (a variable is shared): [B, I..., R...]
+
+
+@_resource_gather.def_grad(reads_inputs=(1,))
+def _resource_gather_grad(op, dy):
+    var, indices = op.inputs                           # a sparse update of the variable's rows
+    return _indexed_slices_grad(dy, indices, var._value.shape), None

@@ -5,6 +5,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.ops import math_ops, unary_ops
 from tapeflow.optimizers.gradients import dense
 from tapeflow.optimizers.optimizer import Optimizer
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("keras.optimizers.Adam", "optimizers.Adam")
@@ -63,17 +64,17 @@ class Adam(Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         """One Adam update of `variable` and its slots."""
         dtype = variable.dtype
-        lr = math_ops.cast(learning_rate, dtype)
-        g = math_ops.cast(gradient, dtype)
-        t = math_ops.cast(self._iterations + 1, dtype)
-        beta_1_power = math_ops.pow(math_ops.cast(self.beta_1, dtype), t)
-        beta_2_power = math_ops.pow(math_ops.cast(self.beta_2, dtype), t)
+        lr = basic_ops.cast(learning_rate, dtype)
+        g = basic_ops.cast(gradient, dtype)
+        t = basic_ops.cast(self._iterations + 1, dtype)
+        beta_1_power = math_ops.pow(basic_ops.cast(self.beta_1, dtype), t)
+        beta_2_power = math_ops.pow(basic_ops.cast(self.beta_2, dtype), t)
         alpha = lr * unary_ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)
         m = self._slot(self._momentums, variable)
         v = self._slot(self._velocities, variable)
         # a sparse g is densified here; its square is taken row by row first (Note [sparse updates])
-        g_squared = IndexedSlices(unary_ops.square(g.values), g.indices, g.dense_shape) if isinstance(
-            g, IndexedSlices) else unary_ops.square(g)
+        g_squared = IndexedSlices(math_ops.square(g.values), g.indices, g.dense_shape) if isinstance(
+            g, IndexedSlices) else math_ops.square(g)
         m.assign_add((dense(g, variable) - m) * (1 - self.beta_1))
         v.assign_add((dense(g_squared, variable) - v) * (1 - self.beta_2))
         if self.amsgrad:

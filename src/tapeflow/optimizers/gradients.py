@@ -19,8 +19,11 @@ import warnings
 
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, reduction_ops, segment_ops, unary_ops
+from tapeflow.ops import math_ops, unary_ops
 from tapeflow.ops.variables import Variable
+from tapeflow.ops.core import primitives
+from tapeflow.ops import scatter_ops
+from tapeflow.ops import clip_ops
 
 
 def checked_pairs(grads_and_vars):
@@ -57,7 +60,7 @@ def clipped(grads, clipnorm, global_clipnorm, clipvalue):
     """The gradients clipped as Keras does: each to norm `clipnorm`, all to global norm
     `global_clipnorm`, or each to [-clipvalue, clipvalue] (at most one is set)."""
     if clipnorm and clipnorm > 0:
-        return [array_ops.clip_by_norm(g, clipnorm) for g in grads]
+        return [clip_ops.clip_by_norm(g, clipnorm) for g in grads]
     if global_clipnorm and global_clipnorm > 0:
         return _clip_by_global_norm(grads, global_clipnorm)
     if clipvalue and clipvalue > 0:
@@ -67,15 +70,15 @@ def clipped(grads, clipnorm, global_clipnorm, clipvalue):
 
 def _clip_value(g, value):
     if isinstance(g, IndexedSlices):
-        return IndexedSlices(array_ops.clip_by_value(g.values, -value, value), g.indices, g.dense_shape)
-    return array_ops.clip_by_value(g, -value, value)
+        return IndexedSlices(clip_ops.clip_by_value(g.values, -value, value), g.indices, g.dense_shape)
+    return clip_ops.clip_by_value(g, -value, value)
 
 
 def _clip_by_global_norm(grads, clip_norm):
     """Keras's global-norm clipping: every gradient times clip_norm * min(1/norm, 1/clip_norm)."""
-    squares = [reduction_ops.reduce_sum(unary_ops.square(g.values if isinstance(g, IndexedSlices) else g))
+    squares = [primitives.reduce_sum(math_ops.square(g.values if isinstance(g, IndexedSlices) else g))
                for g in grads]
-    norm = unary_ops.sqrt(reduction_ops.reduce_sum(array_ops.stack(squares)))
+    norm = unary_ops.sqrt(primitives.reduce_sum(primitives.stack(squares)))
     scale = clip_norm * math_ops.minimum(1.0 / norm, 1.0 / clip_norm)
     scale = scale + (norm - norm)       # NaN when the norm is not finite
     return [scaled(g, scale) for g in grads]
@@ -94,4 +97,4 @@ def dense(g, variable):
     tracing), a tensor as it is."""
     if not isinstance(g, IndexedSlices):
         return g
-    return segment_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])
+    return scatter_ops.unsorted_segment_sum(g.values, g.indices, variable.shape[0])

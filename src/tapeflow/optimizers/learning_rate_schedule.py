@@ -8,6 +8,7 @@ of the traced step and follows `iterations` at every call.
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import math_ops, unary_ops
+from tapeflow.ops.core import basic_ops
 
 
 def _export(name):
@@ -71,10 +72,10 @@ class ExponentialDecay(LearningRateSchedule):
     def __call__(self, step):
         initial = convert_to_tensor(self.initial_learning_rate)
         dtype = initial.dtype
-        p = math_ops.cast(step, dtype) / math_ops.cast(self.decay_steps, dtype)
+        p = basic_ops.cast(step, dtype) / basic_ops.cast(self.decay_steps, dtype)
         if self.staircase:
             p = unary_ops.floor(p)
-        return initial * math_ops.pow(math_ops.cast(self.decay_rate, dtype), p)
+        return initial * math_ops.pow(basic_ops.cast(self.decay_rate, dtype), p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate, "decay_steps": self.decay_steps,
@@ -111,14 +112,14 @@ class PiecewiseConstantDecay(LearningRateSchedule):
 
     def __call__(self, step):
         step = convert_to_tensor(step)
-        bounds = [math_ops.cast(convert_to_tensor(b), step.dtype) for b in self.boundaries]
+        bounds = [basic_ops.cast(convert_to_tensor(b), step.dtype) for b in self.boundaries]
         values = [convert_to_tensor(v) for v in self.values]
         dtype = values[0].dtype
         # a sum of indicator * value over the intervals, as Keras computes it
-        result = math_ops.cast(step <= bounds[0], dtype) * values[0]
-        result = result + math_ops.cast(step > bounds[-1], dtype) * values[-1]
+        result = basic_ops.cast(step <= bounds[0], dtype) * values[0]
+        result = result + basic_ops.cast(step > bounds[-1], dtype) * values[-1]
         for low, high, value in zip(bounds[:-1], bounds[1:], values[1:-1], strict=True):
-            result = result + math_ops.cast(math_ops.logical_and(step > low, step <= high), dtype) * value
+            result = result + basic_ops.cast(math_ops.logical_and(step > low, step <= high), dtype) * value
         return result
 
     def get_config(self):

@@ -38,11 +38,12 @@ from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops.core import basic_ops
 from tapeflow.framework.export import tf_export
-from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar
+from tapeflow.ops import variable_creation
 
 
 class OptimizerVariable(Variable):
@@ -310,8 +311,8 @@ class Optimizer:
         grads = gradients.clipped(grads, self.clipnorm, self.global_clipnorm, self.clipvalue)
         if self.weight_decay is not None:
             for v in variables:
-                lr = math_ops.cast(self.learning_rate, v.dtype)
-                v.assign_sub(times_scalar(v, math_ops.cast(self.weight_decay, v.dtype), lr))
+                lr = basic_ops.cast(self.learning_rate, v.dtype)
+                v.assign_sub(times_scalar(v, basic_ops.cast(self.weight_decay, v.dtype), lr))
         learning_rate = self.learning_rate
         if replica is None:
             for g, v in zip(grads, variables, strict=True):
@@ -364,7 +365,7 @@ class Optimizer:
 
 # -- helpers ------------------------------------------------------------------------------
 
-_FIRST_REPLICA = distribute_lib.VariableAggregation.ONLY_FIRST_REPLICA
+_FIRST_REPLICA = variable_creation.VariableAggregation.ONLY_FIRST_REPLICA
 
 
 def _strategy_replica():

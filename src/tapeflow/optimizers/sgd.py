@@ -2,9 +2,9 @@
 
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.ops import math_ops
 from tapeflow.optimizers.gradients import dense, scaled
 from tapeflow.optimizers.optimizer import Optimizer
+from tapeflow.ops.core import basic_ops
 
 
 @tf_export("keras.optimizers.SGD", "optimizers.SGD")
@@ -56,8 +56,8 @@ class SGD(Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         """One SGD update of `variable` (and its momentum slot)."""
-        lr = math_ops.cast(learning_rate, variable.dtype)
-        g = math_ops.cast(gradient, variable.dtype)
+        lr = basic_ops.cast(learning_rate, variable.dtype)
+        g = basic_ops.cast(gradient, variable.dtype)
         if self.momentum == 0:
             step = scaled(g, lr)
             if isinstance(step, IndexedSlices):
@@ -66,7 +66,7 @@ class SGD(Optimizer):
                 variable.assign_sub(step)
             return
         m = self._slot(self.momentums, variable)
-        momentum = math_ops.cast(self.momentum, variable.dtype)
+        momentum = basic_ops.cast(self.momentum, variable.dtype)
         m.assign(m * momentum - dense(scaled(g, lr), variable))
         if self.nesterov:
             variable.assign_add(m * momentum - dense(scaled(g, lr), variable))

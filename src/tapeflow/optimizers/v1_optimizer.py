@@ -38,8 +38,9 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.graph.gradients import gradients_v1
 from tapeflow.graph.scopes import control_dependencies
+from tapeflow.ops.core import basic_ops
 from tapeflow.graph.session import group_ops, trainable_variables
-from tapeflow.ops import array_ops, scatter_ops, segment_ops
+from tapeflow.ops import scatter_ops
 from tapeflow.ops.variables import Variable
 
 _VALID_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
@@ -219,7 +220,7 @@ class Optimizer:
     def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
         """Sums the rows of repeated indices, then `_resource_apply_sparse` (Note [duplicate indices])."""
         unique, positions = scatter_ops.unique(indices)
-        rows = segment_ops.unsorted_segment_sum(grad, positions, _length(unique))
+        rows = scatter_ops.unsorted_segment_sum(grad, positions, _length(unique))
         return self._resource_apply_sparse(rows, handle, unique)
 
     def _resource_apply_dense(self, grad, handle):
@@ -303,7 +304,7 @@ def _check_dtypes(tensors):
 def _length(t):
     """The length of a 1-D tensor: static when known, else a tensor."""
     n = t.shape[0] if t.shape.rank else None
-    return n if n is not None else array_ops.shape(t)[0]
+    return n if n is not None else basic_ops.shape(t)[0]
 
 
 @contextlib.contextmanager

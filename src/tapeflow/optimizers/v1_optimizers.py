@@ -15,8 +15,9 @@ from tapeflow.graph.session import group_ops
 from tapeflow.ops import math_ops, scatter_ops, unary_ops
 from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
+from tapeflow.ops.core import basic_ops
 
-cast = math_ops.cast
+cast = basic_ops.cast
 
 
 @tf_export("compat.v1.train.GradientDescentOptimizer")
@@ -161,7 +162,7 @@ class AdamOptimizer(Optimizer):
         lr, beta1, beta2, epsilon = self._hyper(var)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m = m.assign_add((grad - m) * (1 - beta1))
-        v = v.assign_add((unary_ops.square(grad) - v) * (1 - beta2))
+        v = v.assign_add((math_ops.square(grad) - v) * (1 - beta2))
         return var.assign_sub((m * lr) / (unary_ops.sqrt(v) + epsilon), read_value=False)
 
     def _resource_apply_sparse(self, grad, var, indices):

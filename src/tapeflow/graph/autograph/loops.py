@@ -15,12 +15,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import constructor_ops, math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
 from tapeflow.graph.func_graph import FuncGraph
 from tapeflow.graph.autograph.operators import (
     Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
+from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import basic_ops
 
 _LEGAL_LOOP_TYPES = "Tensor, int, float, bool or a list, tuple or dict thereof"
 _LIMITATIONS = ("\nSee https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/g3doc/"
@@ -263,7 +265,7 @@ def for_stmt(iterable, extra_test, body, inputs, names, opts):
     inputs = tuple(inputs)
     if staged(iterable):
         value = iterable.value() if isinstance(iterable, Variable) else iterable
-        if isinstance(value, SymbolicTensor) and value.op.op_def is constructor_ops._range:
+        if isinstance(value, SymbolicTensor) and value.op.op_def is basic_ops._range:
             return _range_for(value, extra_test, body, inputs, names, opts)
         return _tensor_for(value, extra_test, body, inputs, names, opts)
     return _python_for(iterable, extra_test, body, inputs)
@@ -321,13 +323,13 @@ def _tensor_for(tensor, extra_test, body, inputs, names, opts):
     shape = tensor._value.shape
     if shape is not None and not shape:
         raise ValueError(f"len requires a non-scalar tensor, got one of shape {tensor.shape}")
-    n = shape[0] if shape is not None and shape[0] is not None else array_ops.shape(tensor)[0]
+    n = shape[0] if shape is not None and shape[0] is not None else basic_ops.shape(tensor)[0]
 
     def test(i, *values):
         return _with_extra(i < n, extra_test, values)
 
     def loop_body(i, *values):
-        return (i + 1,) + tuple(body(array_ops.gather(tensor, i), *values))
+        return (i + 1,) + tuple(body(scatter_ops.gather(tensor, i), *values))
 
     out = _staged_while(test, loop_body, (0,) + inputs, ("<internal iterate>",) + tuple(names), opts)
     return out[1:]

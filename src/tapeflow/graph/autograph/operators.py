@@ -22,9 +22,11 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, constructor_ops, math_ops
+from tapeflow.ops import math_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core import basic_ops
 
 
 class Undefined:
@@ -80,11 +82,11 @@ def condition(value, statement):
                          f"boolean Tensor, use `tf.cast`; {hint}")
     shape = value._value.shape
     if shape is None:
-        return array_ops.reshape(value, ())
+        return primitives.reshape(value, ())
     if shape:
         if np.prod([d for d in shape if d is not None]) > 1:
             raise ValueError(f"condition of {statement} expected to be `tf.bool` scalar, got {value!r}; {hint}")
-        return array_ops.reshape(value, ())
+        return primitives.reshape(value, ())
     return value
 
 
@@ -227,7 +229,7 @@ def runtime_assert(value, message):
 
 def _range(*args):
     if any(staged(a) for a in args):
-        return constructor_ops.range(*args)
+        return basic_ops.range(*args)
     return builtins.range(*args)
 
 
@@ -237,19 +239,19 @@ def _len(value):
         if shape is not None and not shape:
             raise ValueError(f"len requires a non-scalar tensor, got one of shape {value.shape}")
         if shape is None or shape[0] is None:
-            return array_ops.shape(value)[0]
+            return basic_ops.shape(value)[0]
     return builtins.len(value)
 
 
 def _int(value, *args):
     if isinstance(value, SymbolicTensor) and not args:
-        return math_ops.cast(value, dtypes.int32)
+        return basic_ops.cast(value, dtypes.int32)
     return builtins.int(value, *args)
 
 
 def _float(value=0.0):
     if isinstance(value, SymbolicTensor):
-        return math_ops.cast(value, dtypes.float32)
+        return basic_ops.cast(value, dtypes.float32)
     return builtins.float(value)
 
 

@@ -2,7 +2,7 @@
 
 An op declares how it runs on a batch with its record's `batch` field: one of the
 kinds below (a `FamilyRule` shared by a family's preset) or a rule of its own
-(Note [batching rules] in ops/vectorization.py, which runs them).  This module
+(Note [batching rules] in ops/core/vectorization.py, which runs them).  This module
 holds what those declarations need and nothing that builds ops, so the presets
 and every family can import it.
 """
@@ -34,7 +34,7 @@ def _reduction(op_, xs, batched, attrs):
 
 
 # The two elementwise kinds are run by the vectorization driver itself (`_run_rule` in
-# ops/vectorization.py), which may use ops: they carry no function.
+# ops/core/vectorization.py), which may use ops: they carry no function.
 ELEMENTWISE = FamilyRule(None)             # elementwise with NumPy broadcasting: ranks aligned, kernel once
 
 
@@ -95,3 +95,8 @@ def shift_axes(axes, count=1):
     if isinstance(axes, int):
         return axes + count
     return tuple(a + count for a in axes)
+
+
+def _sized_by_values(xs, batched, **attrs):
+    """Where and Unique: each example's output has its own length, read from its values."""
+    raise NotBatchable

@@ -9,7 +9,8 @@ import functools
 
 from tapeflow.framework.op_def import SELF_ADJOINT, op
 from tapeflow.framework.shapes.shape_rules import (
-    broadcast_shape, compare_shape, reduction_shape, reduction_unknown_rank, unchanged_shape)
+    broadcast_shape, compare_shape, reduction_shape, reduction_unknown_rank, unchanged_shape,
+)
 from tapeflow.ops.core.batching import ELEMENTWISE, REDUCTION
 
 unary_op = functools.partial(op, shape=unchanged_shape, unknown_rank=True, jvp=SELF_ADJOINT, batch=ELEMENTWISE)

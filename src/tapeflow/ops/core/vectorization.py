@@ -32,12 +32,12 @@ see only the stacked computation.
 import sys
 import warnings
 
-import numpy as np
-
 from tapeflow.framework.context import state
 from tapeflow.framework.op_def import execute, record
-from tapeflow.ops.core.batching import BatchedTensor, ELEMENTWISE, FamilyRule, NotBatchable, SAME_SHAPE, example_rank
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.framework.tensor import Tensor
+from tapeflow.ops.core import primitives
+from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE, BatchedTensor, FamilyRule, NotBatchable
+from tapeflow.ops.core.primitives import align_ranks, batch_size_of, broadcast_batch, stacked_all
 
 
 class _Level:
@@ -134,8 +134,6 @@ def _run_rule(op_, xs, batched, attrs, level):
 
 def _loop(op_, xs, batched, attrs, level, why):
     """The fallback for an op with no batching rule: the op once per example, stacked."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import join_ops
     if state.scopes.get("vectorize_fallback") is False:
         raise ValueError(f"No vectorization rule for op '{op_.type}' (tf.vectorized_map with "
                          "fallback_to_while_loop=False). Allow the fallback or avoid the op.")
@@ -145,11 +143,11 @@ def _loop(op_, xs, batched, attrs, level, why):
                          "is built, so it cannot run once per example. Give the batch a static size.")
     warnings.warn(f"Op '{op_.type}' {why}: it runs once per example in a Python loop.",
                   stacklevel=_user_stacklevel())
-    rows = [join_ops.unstack(x, num=n) if b else None for x, b in zip(xs, batched)]
+    rows = [primitives.unstack(x, num=n) if b else None for x, b in zip(xs, batched)]
     outs = [execute(op_, [r[i] if r is not None else x for r, x in zip(rows, xs)], attrs) for i in range(n)]
     if op_.num_outputs == 1:
-        return join_ops.stack(outs), True
-    return tuple(join_ops.stack(list(o)) for o in zip(*outs)), True
+        return primitives.stack(outs), True
+    return tuple(primitives.stack(list(o)) for o in zip(*outs)), True
 
 
 def _user_stacklevel():
@@ -161,96 +159,6 @@ def _user_stacklevel():
 
 
 # -- helpers for rules -----------------------------------------------------------------
-
-
-def align_ranks(xs, batched):
-    """Stacked inputs with size-1 axes inserted after the batch axis, so that examples
-    of lower rank broadcast against the others as they would one example at a time."""
-    ranks = [example_rank(x, b) for x, b in zip(xs, batched)]
-    if None in ranks:
-        if any(r is None for r, b in zip(ranks, batched) if b):
-            raise ValueError("Cannot vectorize a broadcasting op over a tensor of unknown rank.")
-    top = max((r for r in ranks if r is not None), default=0)
-    out = list(xs)
-    for i, (x, b, r) in enumerate(zip(xs, batched, ranks)):
-        if b and r < top:
-            out[i] = insert_axes(x, 1, top - r)
-    return out
-
-
-def insert_axes(x, at, count):
-    """`x` with `count` size-1 axes inserted at axis `at`."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops
-    shape = x._value.shape
-    if shape is not None and None not in shape:
-        return array_ops.reshape(x, tuple(shape[:at]) + (1,) * count + tuple(shape[at:]))
-    for _ in range(count):
-        x = array_ops.expand_dims(x, at)
-    return x
-
-
-def batch_size_of(x):
-    """The batch size of stacked tensor `x`: an int, or a scalar tensor when unknown statically."""
-    n = x._value.shape[0]
-    if n is not None:
-        return n
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops
-    return array_ops.shape(x)[0]
-
-
-def prepend(size, dims):
-    """The stacked shape for example shape `dims` (ints, or an int vector tensor) and
-    batch `size` (an int or a scalar tensor): a tuple when both are known, else a tensor."""
-    if not isinstance(size, Tensor) and not isinstance(dims, Tensor):
-        return (size,) + tuple(dims)
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops, math_ops
-    if not isinstance(dims, Tensor) and all(isinstance(d, (int, np.integer)) for d in dims):
-        dims = np.asarray(dims, np.int32).reshape(-1)     # () too: an empty int32 vector, not float32
-    dims = convert_to_tensor(dims, dtype_hint="int32")
-    head = math_ops.cast(array_ops.reshape(size, [1]), dims.dtype)
-    return array_ops.concat([head, dims], 0)
-
-
-def broadcast_to_shape_input(xs, batched, dims):
-    """The rule of ops broadcasting their input 0 to a shape given as input 1 or as the attr
-    `dims` (BroadcastTo, Fill): the stacked input with its example's axes aligned, broadcast
-    to the batch size followed by the shape."""
-    if len(xs) > 1 and batched[1]:
-        raise NotBatchable                              # a shape per example
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops
-    x = xs[0]
-    dims = xs[1] if len(xs) > 1 else dims
-    rank = dims._value.shape[0] if isinstance(dims, Tensor) else len(dims)
-    if rank is None:
-        raise NotBatchable
-    x = insert_axes(x, 1, rank - example_rank(x, True))
-    return array_ops.broadcast_to(x, prepend(batch_size_of(x), dims)), True
-
-
-def broadcast_batch(x, size):
-    """The stacked tensor whose every example is `x` (which is not batched)."""
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops
-    x = convert_to_tensor(x)
-    return array_ops.broadcast_to(array_ops.expand_dims(x, 0), _with_batch(size, x))
-
-
-def _with_batch(size, x):
-    shape = x._value.shape
-    if shape is not None and None not in shape and not isinstance(size, Tensor):
-        return (size,) + tuple(shape)
-    # deferred: the ops import circle (Note [the ops circle], tests/test_import_structure.py)
-    from tapeflow.ops import array_ops
-    return array_ops.concat([array_ops.reshape(size, [1]), array_ops.shape(x)], 0)
-
-
-def stacked_all(xs, batched, size):
-    """Every input in stacked form (unbatched ones repeated for each example)."""
-    return [x if b else broadcast_batch(x, size) for x, b in zip(xs, batched)]
 
 
 # Note [functions in vectorized code]: a function traced while vectorizations are active
