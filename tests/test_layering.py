@@ -118,3 +118,57 @@ def test_no_string_keyed_op_tables():
              for path in sorted(ROOT.rglob("*.py"))
              for line, name in _op_type_tables(ast.parse(path.read_text()))]
     assert found == []
+
+
+# Packages whose modules sit in no import circle (module-level or in-function imports): what
+# two of their modules both need lives in a lower module (distribute/thread_mode.py).
+CIRCLE_FREE = ("eager", "distribute")
+
+
+def _module_graph():
+    """{module: the tapeflow modules it imports}, from every import statement."""
+    modules = {".".join(("tapeflow",) + p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in ROOT.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets.update(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                               for a in node.names)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def _circle_through(graph, start):
+    """An import path from `start` back to itself, or None."""
+    parent, todo = {}, [start]
+    while todo:
+        module = todo.pop()
+        for target in sorted(graph[module]):
+            if target == start:
+                path = [module]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return " -> ".join([start, *reversed(path[:-1]), start])
+            if target not in parent:
+                parent[target] = module
+                todo.append(target)
+    return None
+
+
+def test_no_import_circles_in_eager_and_distribute():
+    graph = _module_graph()
+    circles = [c for m in sorted(graph) if m.split(".")[1:2] and m.split(".")[1] in CIRCLE_FREE
+               for c in [_circle_through(graph, m)] if c]
+    assert circles == []
+
+
+def test_the_circle_check_sees_a_circle():
+    graph = {"tapeflow.eager.a": {"tapeflow.eager.b"}, "tapeflow.eager.b": {"tapeflow.ops.c"},
+             "tapeflow.ops.c": {"tapeflow.eager.a"}}
+    assert _circle_through(graph, "tapeflow.eager.a") == ("tapeflow.eager.a -> tapeflow.eager.b -> tapeflow.ops.c -> "
+                                                          "tapeflow.eager.a")
+    assert _circle_through({"tapeflow.eager.a": set()}, "tapeflow.eager.a") is None

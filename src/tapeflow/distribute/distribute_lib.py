@@ -1,29 +1,19 @@
-"""The strategy API: `Strategy`, `StrategyExtended`, `ReplicaContext`, the per-thread
-context they run in, and the default one-replica strategy.
-
-Note [thread modes]: at any point a thread is either in a *replica context* (inside
-`strategy.run`, or the default replica context outside every strategy) or in the
-*cross-replica context* (inside `strategy.scope()`, or inside a `merge_call`'s
-function).  The mode is the top of the per-thread stack `state.strategies`
-(framework/context.py) of `_ThreadMode`s: entering a scope pushes the strategy's
-cross-replica mode, a replica thread pushes its ReplicaContext's mode, a merge_call
-pushes the cross-replica mode again.  An empty stack is the default mode: the default
-strategy and its replica context.  Every `Strategy` and `ReplicaContext` method checks
-the mode it needs and raises TensorFlow's RuntimeErrors otherwise (a `merge_call` in
-cross-replica context, `run` inside `run`, two strategies' scopes nested).  Replica
-threads start from a copy of their caller's stack (distribute/mirrored_strategy.py).
+"""The strategy API: `Strategy`, `StrategyExtended`, `ReplicaContext`, and the default
+one-replica strategy; the per-thread mode they run in is thread_mode.py's (Note [thread
+modes]).
 
 Outside any strategy all of this is a no-op with one replica, as in TensorFlow:
 `get_replica_context()` is the default replica context, whose `merge_call` calls its
 function in cross-replica context and whose `all_reduce` returns its input.
 """
 
-import threading
 import weakref
 
+from tapeflow.custom_gradient import custom_gradient
 from tapeflow.distribute import reduce_util
-from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.distribute import values as values_lib
+from tapeflow.distribute.reduce_util import ReduceOp
+from tapeflow.distribute.thread_mode import ThreadMode, UpdateContext, current_mode, has_strategy
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
@@ -36,40 +26,11 @@ from tapeflow.ops import join_ops
 from tapeflow.ops.core import basic_ops
 
 
-# -- thread modes (Note [thread modes]) ----------------------------------------------------
-
-class _ThreadMode:
-    __slots__ = ("strategy", "cross_replica_context", "replica_context")
-
-    def __init__(self, strategy, cross, replica):
-        self.strategy, self.cross_replica_context, self.replica_context = strategy, cross, replica
-
+# -- the thread's mode, the default one built here (Note [thread modes]) ---------------------
 
 def _mode():
-    stack = state.strategies
-    return stack[-1] if stack else _default_mode()
-
-
-_update_replica = threading.local()      # the component `extended.update` is updating, per thread
-
-
-def get_update_replica_id():
-    """The replica whose component `extended.update` is updating now (None outside an update)."""
-    return getattr(_update_replica, "current", None)
-
-
-class UpdateContext:
-    """Inside `extended.update`, per component: reads of distributed values give that component."""
-
-    def __init__(self, replica_id):
-        self._replica_id, self._old = replica_id, None
-
-    def __enter__(self):
-        self._old = get_update_replica_id()
-        _update_replica.current = self._replica_id
-
-    def __exit__(self, *exc):
-        _update_replica.current = self._old
+    """The thread's mode; for an empty stack the default mode, whose objects live here."""
+    return current_mode() or _default_mode()
 
 
 @tf_export("distribute.get_replica_context")
@@ -89,17 +50,6 @@ def get_cross_replica_context():
     return _mode().cross_replica_context
 
 
-@tf_export("distribute.in_cross_replica_context")
-def in_cross_replica_context():
-    """Whether the thread is in cross-replica context (inside `scope()` or a `merge_call`'s function).
-
-    >>> import tapeflow as tf
-    >>> tf.distribute.in_cross_replica_context()
-    False
-    """
-    return _mode().cross_replica_context is not None
-
-
 @tf_export("distribute.get_strategy")
 def get_strategy():
     """The current strategy: the one whose scope or `run` the thread is in, else the default strategy.
@@ -109,17 +59,6 @@ def get_strategy():
     1
     """
     return _mode().strategy
-
-
-@tf_export("distribute.has_strategy")
-def has_strategy():
-    """Whether a strategy other than the default one is current.
-
-    >>> import tapeflow as tf
-    >>> tf.distribute.has_strategy()
-    False
-    """
-    return get_strategy() is not _default_strategy()
 
 
 @tf_export("distribute.experimental_set_strategy")
@@ -138,30 +77,6 @@ def experimental_set_strategy(strategy):
         scope = strategy.scope()
         scope.__enter__()
         state.scopes["global_strategy_scope"] = scope
-
-
-class enter_or_assert_strategy:
-    """Enters `strategy`'s scope when no strategy is current, else checks it is the current one."""
-
-    def __init__(self, strategy):
-        self._strategy, self._scope = strategy, None
-
-    def __enter__(self):
-        if has_strategy():
-            _assert_strategy(self._strategy)
-        else:
-            self._scope = self._strategy.scope()
-            self._scope.__enter__()
-
-    def __exit__(self, *exc):
-        if self._scope is not None:
-            self._scope.__exit__(*exc)
-
-
-def _assert_strategy(strategy):
-    current = get_strategy()
-    if current is not strategy:
-        raise RuntimeError(f"Mixing different tf.distribute.Strategy objects: {current} is not {strategy}")
 
 
 def _wrong_strategy_scope(strategy, mode):
@@ -206,7 +121,7 @@ class _CurrentDistributionContext:
     the scope of the strategy already current (in cross-replica context) only counts."""
 
     def __init__(self, strategy, creator):
-        self._mode = _ThreadMode(strategy, strategy, None)
+        self._mode = ThreadMode(strategy, strategy, None)
         self._creator_scope = variable_creator_scope(creator)
         self._again = 0
 
@@ -275,6 +190,8 @@ class Strategy:
     >>> float(strategy.run(lambda x: x + 1.0, args=(1.0,)))
     2.0
     """
+
+    _is_default = False      # the default strategy: current where no other is (thread_mode.has_strategy)
 
     def __init__(self, extended):
         self._extended = extended
@@ -609,7 +526,7 @@ class ReplicaContext:
         if not (replica_id_in_sync_group is None or isinstance(replica_id_in_sync_group, (int, Tensor))):
             raise ValueError("replica_id_in_sync_group can only be an integer, a Tensor or None.")
         self._strategy = strategy
-        self._thread_mode = _ThreadMode(strategy, None, self)
+        self._thread_mode = ThreadMode(strategy, None, self)
         self._replica_id_in_sync_group = replica_id_in_sync_group
         self._local_replica_id = strategy.extended._get_local_replica_id(replica_id_in_sync_group)
 
@@ -631,7 +548,7 @@ class ReplicaContext:
         return self._merge_call(merge_fn, tuple(args), {} if kwargs is None else kwargs)
 
     def _merge_call(self, merge_fn, args, kwargs):
-        state.strategies.append(_ThreadMode(self._strategy, self._strategy, None))
+        state.strategies.append(ThreadMode(self._strategy, self._strategy, None))
         try:
             return merge_fn(self._strategy, *args, **kwargs)
         finally:
@@ -718,7 +635,6 @@ class ReplicaContext:
 def _all_gather_with_gradient(ctx, axis, flat):
     """Every replica's tensors of `flat` concatenated along `axis` in replica order; the gradient
     of a replica's input is its own slice of the sum over replicas of the gradients."""
-    from tapeflow.custom_gradient import custom_gradient      # (imports eager and graph: the layer above ops)
 
     def gather(strategy, *values, axis=axis):
         count = strategy.extended._num_local_replicas
@@ -751,7 +667,6 @@ def _all_gather_with_gradient(ctx, axis, flat):
 
 def _all_reduce_with_gradient(ctx, reduce_op, batch_all_reduce, flat):
     """The dense all-reduce, whose gradient all-reduces the gradients the same way."""
-    from tapeflow.custom_gradient import custom_gradient      # (imports eager and graph: the layer above ops)
 
     def grad(*dys, variables=None):
         dxs = ctx.all_reduce(reduce_op, list(dys))
@@ -771,6 +686,8 @@ def _all_reduce_with_gradient(ctx, reduce_op, batch_all_reduce, flat):
 
 class _DefaultDistributionStrategy(Strategy):
     """The strategy in effect outside every scope: one replica, reductions return their input."""
+
+    _is_default = True
 
 
 class _DefaultDistributionExtended(StrategyExtended):
@@ -831,5 +748,5 @@ def _default_replica_context():
 def _default_mode():
     mode = _DEFAULTS.get("mode")
     if mode is None:
-        mode = _DEFAULTS["mode"] = _ThreadMode(_default_strategy(), None, _default_replica_context())
+        mode = _DEFAULTS["mode"] = ThreadMode(_default_strategy(), None, _default_replica_context())
     return mode

@@ -2,7 +2,8 @@
 on the replicas add up to the loss of the whole (global) batch, so that gradients summed
 across replicas are the gradients of one replica on the concatenated batch."""
 
-from tapeflow.distribute.distribute_lib import get_strategy, has_strategy, in_cross_replica_context
+from tapeflow.distribute.distribute_lib import get_strategy
+from tapeflow.distribute.thread_mode import has_strategy, in_cross_replica_context
 from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export

@@ -32,11 +32,13 @@ import weakref
 
 from tapeflow.distribute import values as values_lib
 from tapeflow.distribute.cross_device_ops import CrossDeviceOps, reduce_non_distributed_value
-from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended, UpdateContext, ValueContext
+from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended, ValueContext
 from tapeflow.distribute.reduce_util import ReduceOp
+from tapeflow.distribute.thread_mode import UpdateContext
 from tapeflow.framework import device as device_lib
 from tapeflow.framework.context import eager_mode, state, tapes_paused
 from tapeflow.framework.export import tf_export
+from tapeflow.graph.autograph import conversion
 from tapeflow.graph.function import Function
 from tapeflow.graph.scopes import name_scope
 from tapeflow.ops import array_ops
@@ -479,7 +481,6 @@ def _run_replicas(extended, fn, args, kwargs):
     """`fn` run by one thread per local replica (Note [replica threads]); returns the regrouped results."""
     lockstep = bool(state.graphs)
     if lockstep:
-        from tapeflow.graph.autograph import conversion     # (autograph imports control flow, which imports graph)
         fn = conversion.converted_callable(fn, warn=False)
     run_state = _RunState(lockstep)
     parent = _parent_state()

@@ -76,6 +76,7 @@ import atexit
 import hashlib
 import os
 import pickle
+import socket
 import sys
 import threading
 import time
@@ -104,7 +105,7 @@ _HALF = frozenset({np.dtype(np.float16), _dtypes.bfloat16._np})     # summed in 
 def import_mpi():
     """`mpi4py.MPI`; ImportError naming the extra to install when it is missing."""
     try:
-        from mpi4py import MPI
+        from mpi4py import MPI      # (optional: the [mpi] extra, needed only by processes an MPI launcher started)
     except ImportError as e:
         raise ImportError(
             f"MultiWorkerMirroredStrategy across processes needs mpi4py and an MPI library: install them "
@@ -254,7 +255,6 @@ class Communicator:
         self.timeout = None       # seconds a wait may last (CommunicationOptions.timeout_seconds)
         self._hosts = None
         if MPI is None:
-            import socket
             self.rank, self.size, self.host = 0, 1, socket.gethostname()
             self._comm = self._notices = None
             return

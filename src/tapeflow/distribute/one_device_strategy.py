@@ -1,7 +1,8 @@
 """`OneDeviceStrategy`: one replica, on one device, run in the calling thread."""
 
 from tapeflow.distribute import values as values_lib
-from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended, UpdateContext
+from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended
+from tapeflow.distribute.thread_mode import UpdateContext
 from tapeflow.framework import device as device_lib
 from tapeflow.framework.export import tf_export
 

@@ -26,8 +26,9 @@ import weakref
 
 import optree
 
-from tapeflow.distribute import distribute_lib as _distribute_lib     # (a cycle: used at call time only)
 from tapeflow.distribute.reduce_util import ReduceOp
+from tapeflow.distribute.thread_mode import (current_mode, current_replica_id, enter_or_assert_strategy,
+                                             get_update_replica_id, in_cross_replica_context)
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute
@@ -45,15 +46,6 @@ def map_plain(fn, structure):
 
 def flatten_plain(structure):
     return optree.tree_leaves(structure, none_is_leaf=True)
-
-
-def current_replica_id():
-    """The local replica the context selects (Note [distributed variables]): the replica
-    context's, else the component `extended.update` is updating, else None."""
-    ctx = _distribute_lib.get_replica_context()
-    if ctx is not None:
-        return ctx._replica_id
-    return _distribute_lib.get_update_replica_id()
 
 
 def _late_bound():
@@ -224,7 +216,7 @@ class DistributedVariable(DistributedValues, Variable):
         return self._get_on_device_or_primary().value()
 
     def read_value(self):
-        with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
+        with enter_or_assert_strategy(self._distribute_strategy):
             if _late_bound():
                 return array_ops.identity(self.value())
             self._note_access()
@@ -259,14 +251,13 @@ class DistributedVariable(DistributedValues, Variable):
 
     def _update(self, update_fn, value, **kwargs):
         """`update_fn(component, value, **kwargs)` on the components the context calls for."""
-        lib = _distribute_lib
-        with lib.enter_or_assert_strategy(self._distribute_strategy):
-            if lib.in_cross_replica_context():
-                replica_id = lib.get_update_replica_id()
+        with enter_or_assert_strategy(self._distribute_strategy):
+            if in_cross_replica_context():
+                replica_id = get_update_replica_id()
                 if replica_id is not None:
                     return update_fn(self._values[replica_id], value, **kwargs)
                 return self._update_cross_replica(update_fn, value, **kwargs)
-            ctx = lib.get_replica_context()
+            ctx = current_mode().replica_context         # (a strategy is current: not the default mode)
             if ctx is None or ctx.strategy is not self._distribute_strategy:
                 raise RuntimeError("Replica-local variables may only be assigned in a replica context.")
             return self._update_replica(update_fn, value, **kwargs)
@@ -309,7 +300,7 @@ class MirroredVariable(DistributedVariable):
             return self._update_cross_replica(update_fn, apply_aggregation(strategy, value, aggregation, self),
                                               **kwargs)
 
-        return _distribute_lib.get_replica_context().merge_call(merge_fn, args=(value,), kwargs=kwargs)
+        return current_mode().replica_context.merge_call(merge_fn, args=(value,), kwargs=kwargs)
 
     def _scatter_checked(self, method, *args):
         if self._aggregation not in (VariableAggregation.NONE, VariableAggregation.ONLY_FIRST_REPLICA):
@@ -335,13 +326,13 @@ class SyncOnReadVariable(DistributedVariable):
     def _get_cross_replica(self):
         if self._aggregation is VariableAggregation.ONLY_FIRST_REPLICA:
             return array_ops.identity(self._primary.value())
-        with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
+        with enter_or_assert_strategy(self._distribute_strategy):
             return self._distribute_strategy.reduce(ReduceOp.from_variable_aggregation(self._aggregation), self,
                                                     axis=None)
 
     def value(self):
-        with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
-            if _distribute_lib.in_cross_replica_context() and _distribute_lib.get_update_replica_id() is None:
+        with enter_or_assert_strategy(self._distribute_strategy):
+            if in_cross_replica_context() and get_update_replica_id() is None:
                 return self._get_cross_replica()
             return DistributedVariable.value(self)
 
@@ -355,8 +346,8 @@ class SyncOnReadVariable(DistributedVariable):
         return _update_own_component(self, update_fn, value, kwargs)
 
     def _on_each(self, method, value, read_value):
-        with _distribute_lib.enter_or_assert_strategy(self._distribute_strategy):
-            if not _distribute_lib.in_cross_replica_context() or _distribute_lib.get_update_replica_id() is not None:
+        with enter_or_assert_strategy(self._distribute_strategy):
+            if not in_cross_replica_context() or get_update_replica_id() is not None:
                 return DistributedVariable.__dict__[method](self, value, read_value=read_value)
             if method != "assign" and self._aggregation is VariableAggregation.SUM:
                 raise ValueError(f"SyncOnReadVariable does not support `{method}` in cross-replica context when "

@@ -34,6 +34,7 @@ nonfinite.py).
 """
 
 from tapeflow.distribute import distribute_lib, values
+from tapeflow.distribute.thread_mode import in_cross_replica_context
 from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import nest
 from tapeflow.framework.context import executing_eagerly, state
@@ -182,7 +183,7 @@ class LossScaleGradientTape(GradientTape):
         one-shot tape afterwards."""
         if self._tape is None:
             raise RuntimeError(_SPENT)
-        if distribute_lib.in_cross_replica_context():
+        if in_cross_replica_context():
             raise ValueError("LossScaleGradientTape.gradient() must be called in a replica context.")
         grads = distribute_lib.get_replica_context().merge_call(
             _until_finite, args=(self, differentiate, unconnected, target, flat_sources, output_gradients))
