@@ -14,7 +14,8 @@ kernel runs while a graph is built.
 import contextlib
 import re
 
-from tapeflow.framework import dtypes as _dtypes, op_def
+from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework.op_def import op as declare_op
 from tapeflow.framework.context import default_session, state
 from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
@@ -26,7 +27,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 
 # A graph input: TF1 placeholders (graph/session.py) and the arguments and captures of traced
 # functions (graph/func_graph.py).  It is fed; its kernel runs only when a feed is missing.
-@op_def.op("Placeholder", same_dtype=False)
+@declare_op("Placeholder", same_dtype=False)
 def _placeholder(dtype, shape, name):
     raise ValueError(f"You must feed a value for placeholder tensor '{name}' with dtype "
                      f"{_dtypes.from_numpy(dtype).name} and shape {TensorShape(shape)}")

@@ -25,12 +25,11 @@ from tapeflow.framework.op_def import execute, op, raise_type_mismatch
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import array_ops, join_ops, reduction_ops, scatter_ops
-from tapeflow.ops.core import batching, half, primitives
+from tapeflow.ops import array_ops, join_ops, math_ops, reduction_ops, scatter_ops
+from tapeflow.ops.core import basic_ops, batching, half, primitives
 from tapeflow.ops.core.arguments import int_entries
 from tapeflow.ops.core.half import computes_in_float32
 from tapeflow.ops.core.primitives import shape_tensor as _sizes, zeros_of
-from tapeflow.ops.core import basic_ops
 
 _FLOAT_NP = frozenset(np.dtype(d._np) for d in FLOATING_TYPES)
 
@@ -270,7 +269,6 @@ _conv3d, _conv3d_backprop_input, _conv3d_backprop_filter = _convolution_ops(
 # filter (col2im, exact for finite values).  A size input that differs per example (a
 # shape per example) is NotBatchable.
 
-from tapeflow.ops import math_ops  # noqa: E402
 
 
 def _dims(x):
