@@ -1,8 +1,12 @@
-"""The only global state: per-thread stacks of active tapes and default graphs.
+"""The runtime's per-thread state, in one place: `state`, a `threading.local`.
 
-Both are changed only through context managers (`GradientTape`, `stop_recording`,
-`Graph.as_default`).  The op dispatch reads `state.tapes` on every op, so it
-is a plain list attribute on a `threading.local`.
+The two stacks of DESIGN's contract are here, the active tapes and the default
+graphs, and beside them the other scoped settings of a thread (vectorizations,
+device scopes, strategies' thread modes, variable creators, custom_gradient's
+variable watchers, named scopes); `process_graph` is the process-wide default
+graph while eager execution is disabled.  Each field is changed only through
+the context managers of the module named beside it.  The op dispatch reads
+`state.tapes` on every op, so it is a plain list attribute.
 """
 
 import contextlib
@@ -31,7 +35,7 @@ class _State(threading.local):
         self.vmaps = []        # active vectorizations, innermost last (ops/core/vectorization.py)
         self.device = None     # the eager device scope in effect, None outside any (framework/device.py)
         self.graph_devices = {}     # graph -> its device scopes in this thread (Note [graph device scopes])
-        self.strategies = []   # tf.distribute thread modes, innermost last (distribute/distribute_lib.py)
+        self.strategies = []   # tf.distribute thread modes, innermost last (distribute/thread_mode.py)
         self.variable_creators = []   # tf.variable_creator_scope creators, innermost last (ops/variables.py)
 
 
