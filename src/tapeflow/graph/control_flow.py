@@ -280,7 +280,7 @@ def _if_batch(xs, batched, then_f, else_f, then_caps, else_caps, n_caps):
 
 
 def _merge_shapes(a, b):
-    if a is None or b is None:              # unknown rank (Note [unknown rank] in graph/graph.py)
+    if a is None or b is None:              # unknown rank (Note [unknown rank] in framework/shapes/symbolic_tensors.py)
         return None
     if len(a) != len(b):
         raise ValueError(f"The branches of tf.cond return tensors of different ranks: {a} and {b}.")

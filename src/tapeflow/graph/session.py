@@ -30,7 +30,7 @@ def placeholder(dtype, shape=None, name=None):
 
     Without `shape` (or with `shape=None`) the rank is unknown and values of any
     shape can be fed; only some ops take such tensors (Note [unknown rank] in
-    graph/graph.py).
+    framework/shapes/symbolic_tensors.py).
 
     Raises:
       RuntimeError: called while executing eagerly.

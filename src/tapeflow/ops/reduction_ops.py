@@ -4,7 +4,7 @@
 Reduction kernels take a normalized `axis` attr (a sorted tuple of
 non-negative ints) and `keepdims`; their gradients first reshape the output
 gradient to the kept-dims shape and broadcast it back over the input.  For
-inputs of unknown rank (graphs, Note [unknown rank] in graph/graph.py) the attr
+inputs of unknown rank (graphs, Note [unknown rank] in framework/shapes/symbolic_tensors.py) the attr
 is None for all axes, else the axes as given, checked when the graph runs.
 """
 

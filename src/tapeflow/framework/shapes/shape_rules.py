@@ -220,7 +220,7 @@ def reduction_shape(x, axis, keepdims, **_):
 
     The attr of a reduction built for an input of unknown rank (None, or negative
     axes) is normalized here: such a body may be inferred again for known
-    input shapes (Note [call shapes] in graph/function.py)."""
+    input shapes (Note [call shapes] in graph/concrete_function.py)."""
     if axis is None or any(a < 0 for a in axis):
         rank = len(x.shape)
         axis = range(rank) if axis is None else {a % rank for a in axis}
