@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import dtypes as _dtypes, hooks
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.meta import Meta
@@ -495,6 +495,9 @@ def execute_binary(op_, x, y):
     if state.tapes:
         record(op_, (x, y), (result,), _NO_ATTRS)
     return result
+
+
+hooks.fill(execute_unary=execute_unary, execute_binary=execute_binary)    # Tensor's operators' fast path
 
 
 def _builds_node(op_, inputs):
