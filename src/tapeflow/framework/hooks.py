@@ -22,8 +22,14 @@ Filled once, when the providing module is imported:
                                           (Note [list packing] in tensor.py)
   segment_sum      ops/operators.py       `IndexedSlices` as a dense tensor (its `_as_tensor`)
 
-Set as the program runs:
+Set as the program runs, through functions of tensor.py (the only attributes of
+Tensor that change at run time, both for speed, and only there):
 
+  construction     framework/device.py    `tensor.set_construction_hook(fn)`: every new
+                                          tensor calls `fn(tensor)`, until the runtime starts
+                                          (Note [runtime initialization]) and while a device
+                                          scope places off CPU:0 (Note [recorded placement]);
+                                          Note [construction hook] in tensor.py
   recorders        eager/backprop.py,     `tensor.push_recorder` / `pop_recorder`: while any
                    eager/forwardprop.py   tape or accumulator is active, a dying tensor calls
                                           each of this thread's `_delete_trace(id)` (Note

@@ -173,8 +173,10 @@ class Tensor:
         self._value = value
         self._id = _next_id()
 
-    # While some tape records, a dying tensor drops its trace from the tapes
-    # (`__del__`, Note [trace deletion]); otherwise a Tensor has no `__del__`.
+    # While a construction hook is set, `__init__` also calls it with the new tensor
+    # (`set_construction_hook`, Note [construction hook]).  While some tape records,
+    # a dying tensor drops its trace from the tapes (`__del__`, Note [trace deletion]);
+    # otherwise a Tensor has no `__del__`.
 
     # -- metadata ----------------------------------------------------------
     @property
@@ -399,7 +401,38 @@ class _Reference:
         return isinstance(other, _Reference) and other._tensor is self._tensor
 
 
-# -- deletion hook ---------------------------------------------------------
+# -- construction and deletion hooks ----------------------------------------
+
+# Note [construction hook]: framework/device.py needs to see each new tensor for a
+# while: until the runtime starts (Note [runtime initialization]) and while a device
+# scope places off CPU:0 (Note [recorded placement]).  Every op makes tensors, and a
+# test in `__init__` would cost each of them about 1% of a small op, so while no hook
+# is set `Tensor.__init__` is the plain one above, and while one is,
+# `set_construction_hook` makes it `_construct_and_hook`, which also calls the hook
+# (the way Note [trace deletion] handles `__del__`; these two are the only attributes
+# of Tensor that change at run time, and only here).
+
+_plain_init = Tensor.__init__
+_construction_hook = None
+
+
+def _construct_and_hook(self, value):
+    """`Tensor.__init__` while a construction hook is set (Note [construction hook])."""
+    self._value = value
+    self._id = _next_id()
+    hook = _construction_hook
+    if hook is not None:        # cleared by another thread meanwhile
+        hook(self)
+
+
+def set_construction_hook(fn):
+    """Makes every new Tensor (and subclass instance) call `fn(tensor)` once its value and
+    id are set; None removes the hook (Note [construction hook]).  Callers serialize their
+    calls (framework/device.py holds its runtime lock)."""
+    global _construction_hook
+    _construction_hook = fn
+    Tensor.__init__ = _plain_init if fn is None else _construct_and_hook
+
 
 # Note [trace deletion]: when a tensor dies, each active tape drops one use of
 # it (tape.h DeleteTrace), so ops whose outputs all died are forgotten and their
@@ -407,7 +440,8 @@ class _Reference:
 # taped or not, and CPython calls one whenever the class has a `__del__`, so
 # `Tensor.__del__` exists only while some thread has an active tape: tapes and
 # accumulators enter and leave the stack through `push_recorder` /
-# `pop_recorder`, and the first and last of them set and delete it.  A recorder
+# `pop_recorder`, and the first and last of them set and delete it (the one
+# attribute of Tensor that changes at run time, and only here).  A recorder
 # plugs in with its `_delete_trace(tensor_id)` (eager/tape.py,
 # eager/forwardprop.py).  A thread with no tape of its own finds `state.tapes`
 # empty in it.
