@@ -146,8 +146,9 @@ def _equality_operator(name, identity):
 def _checked_op(name, op_, direct):
     """`op_`, the Op given to operator `name`: one exactly when the operator is direct."""
     if (op_ is not None) != direct:
-        raise ValueError(f"Tensor's operator '{name}' {'runs' if direct else 'has'} no Op of its own "
-                         f"(framework/tensor.py), but its hook was given {op_!r}.")
+        expected = "an Op (it is direct)" if direct else "no Op (it is not direct)"
+        raise ValueError(f"Tensor's operator '{name}' takes {expected} in framework/tensor.py; its hook was "
+                         f"given {op_!r}.")
     return op_
 
 
