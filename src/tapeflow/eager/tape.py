@@ -71,7 +71,8 @@ class Tape:
         self._op_tape[op_id] = rec
 
     def _delete_trace(self, tensor_id):
-        """One use of `tensor_id` is gone (see Note [trace deletion] in tensor.py)."""
+        """One use of `tensor_id` is gone: a dying tensor calls this on every active recorder
+        (the deletion hook, Note [trace deletion] in framework/tensor.py)."""
         usage = self._tensor_usage
         count = usage.get(tensor_id)
         if count is None:

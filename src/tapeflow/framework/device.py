@@ -13,18 +13,19 @@ tensor (any op, constant or variable, and tracing a `tf.function`), at
 `tf.config.list_logical_devices`, at entering `tf.device` eagerly and at
 creating a strategy; building a TF1 graph does not start it.  tapeflow starts
 its runtime at the same events (`ensure_initialized`) at no cost per op: until
-it has started, `Tensor.__init__` is `_first_init`, which starts it unless a
-TF1 graph is being built and then gives `Tensor` back its own `__init__`.
+it has started, each new tensor calls `_start_runtime` (the construction hook,
+Note [construction hook] in tensor.py), which starts it unless a TF1 graph is
+being built; starting removes the hook.
 
 Note [recorded placement]: an eager tensor's `.device` is the canonical name
 of the device in effect when it was made (`/job:localhost/replica:0/task:0/
 device:CPU:1`).  Tensors keep a `_device` slot that stays unset on the default
 device (the property falls back to CPU:0), so ops pay nothing for placement
 outside device scopes: while some thread is inside an eager scope naming
-another device, `Tensor.__init__` is `_placing_init`, which also records the
-device of this thread's innermost scope (`state.device`), and the last such
-scope to close gives `Tensor` its own `__init__` back (the pattern of Note
-[trace deletion] in tensor.py).  As in TensorFlow with soft placement (the
+another device, the construction hook is `_place`, which records the device of
+this thread's innermost scope (`state.device`) on each new tensor, and the
+last such scope to close removes it (`_set_construction_hook`).  As in
+TensorFlow with soft placement (the
 default), a device type or index that does not exist places on CPU:0; another
 job, replica or task raises InvalidArgumentError when an op runs there, and so
 does a missing device under `tf.config.set_soft_device_placement(False)`.
@@ -44,10 +45,10 @@ import collections
 import contextlib
 import threading
 
+from tapeflow.framework import tensor
 from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.errors import InvalidArgumentError, NotFoundError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.tensor import Tensor
 
 DEFAULT_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 _HOST = ("localhost", 0, 0)          # job, replica, task of this process's devices
@@ -329,7 +330,6 @@ class _Runtime:
 
 
 runtime = _Runtime()
-_plain_init = Tensor.__init__
 
 
 def ensure_initialized():
@@ -352,18 +352,19 @@ def ensure_initialized():
         logical = [LogicalDevice(f"/device:CPU:{i}", "CPU") for i in range(count)]
         runtime.canonical = tuple(canonical_name(d.name) for d in logical)
         runtime.logical = logical
-        if Tensor.__dict__["__init__"] is _first_init:
-            Tensor.__init__ = _plain_init
+        _set_construction_hook()
 
 
-def _first_init(self, value):
-    """`Tensor.__init__` until the runtime starts (Note [runtime initialization])."""
-    _plain_init(self, value)
+def _start_runtime(t):
+    """The construction hook until the runtime starts (Note [runtime initialization])."""
     if executing_eagerly_outside_functions():
         ensure_initialized()
 
 
-Tensor.__init__ = _first_init
+def _set_construction_hook():
+    """Gives new tensors the hook this module needs now, if any (Note [runtime initialization],
+    Note [recorded placement]); the caller holds `runtime.lock` (or imports this module)."""
+    tensor.set_construction_hook(_start_runtime if runtime.logical is None else _place if _placing[0] else None)
 
 
 # -- eager placement -----------------------------------------------------------------------------
@@ -413,15 +414,17 @@ def _resolve(spec):
         f"[CPU]. All available devices [{', '.join(runtime.canonical)}].")
 
 
-def _placing_init(self, value):
-    """`Tensor.__init__` while a scope places off CPU:0 (Note [recorded placement])."""
-    _plain_init(self, value)
+def _place(t):
+    """The construction hook while a scope places off CPU:0 (Note [recorded placement])."""
     placement = state.device
-    if placement is not None and placement.placed is not None and not self._is_symbolic:
+    if placement is not None and placement.placed is not None and not t._is_symbolic:
         placed = placement.placed
         if type(placed) is not str:
             raise placed[0](None, None, placed[1])
-        self._device = placed
+        t._device = placed
+
+
+_set_construction_hook()       # _start_runtime, until the runtime starts
 
 
 def current_device():
@@ -442,10 +445,8 @@ def current_device():
 def _count_placing(step):
     with runtime.lock:
         _placing[0] += step
-        if _placing[0] == 1 and step == 1:
-            Tensor.__init__ = _placing_init
-        elif _placing[0] == 0:
-            Tensor.__init__ = _plain_init
+        if _placing[0] == (1 if step == 1 else 0):       # the first to open, the last to close
+            _set_construction_hook()
 
 
 class _EagerDeviceScope:

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from tapeflow.framework import hooks
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor_shape import TensorShape
 
@@ -41,11 +42,25 @@ class IndexedSlices:
     def device(self):
         return self._values.device
 
+    def _as_tensor(self, dtype=None):
+        """This value as a dense tensor, rows with repeated indices summed (differentiable;
+        `convert_to_tensor` calls it).
+
+        Raises:
+          ValueError: the dense shape is unknown, or `dtype` is not this value's.
+        """
+        if self._dense_shape is None:
+            raise ValueError("Cannot convert an IndexedSlices with an unknown dense_shape to a Tensor.")
+        if dtype is not None and dtype != self.dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices with dtype "
+                             f"{self.dtype.name}")
+        rows = int(np.asarray(self._dense_shape._value)[0])
+        return hooks.segment_sum(self._values, self._indices, rows)
+
+    def __neg__(self):
+        return IndexedSlices(-self._values, self._indices, self._dense_shape)
+
     def __repr__(self):
         return (f"IndexedSlices(indices={self._indices!r}, values={self._values!r}, "
                 f"dense_shape={self._dense_shape!r})")
-
-
-def is_indexed_slices(x):
-    return type(x) is IndexedSlices
 

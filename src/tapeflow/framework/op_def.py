@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from tapeflow.framework import dtypes as _dtypes
+from tapeflow.framework import dtypes as _dtypes, hooks
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.shapes.abstract_values import Meta
@@ -361,6 +361,31 @@ class OpRecord:
         return self.attrs[name]
 
 
+# Note [kernel errors]: a kernel refuses input values it cannot compute with by raising
+# one of KERNEL_ERRORS: NumPy's ValueError (shapes) and LinAlgError (a singular matrix),
+# IndexError (an index out of range), ZeroDivisionError (integer arithmetic in Python).
+# Every place that runs kernels catches exactly these around the call (free in CPython
+# when nothing raises, where a helper wrapping the call would cost a frame per op): the
+# eager dispatch here and graph plans (graph/executor.py, around the whole generated
+# plan).  Each raises what `kernel_error` makes of the error: TensorFlow's
+# InvalidArgumentError naming the op ("... [Op:MatMul]" eagerly, "[[node name (MatMul)]]"
+# in a plan), or a ValueError for an op folded while a graph is built (the shape check of
+# TF's op builder, Note [folded ops]).  A TypeError or AttributeError is the kernel's
+# own bug unless a graph tensor reached it (`_check_escaped`).
+KERNEL_ERRORS = (ValueError, IndexError, np.linalg.LinAlgError, ZeroDivisionError)
+
+
+def kernel_error(error, op_type, node=None):
+    """The error to raise for `error`, one of KERNEL_ERRORS raised by the kernel of an
+    `op_type` op: eagerly or folded in a graph, or by the step of a plan running `node`
+    (an Operation) (Note [kernel errors])."""
+    if node is not None:
+        return InvalidArgumentError(None, node, f"{error}\n\t [[node {node.name} ({op_type})]]")
+    if state.graphs and type(error) is ValueError:      # computed while a graph is built: a shape
+        return ValueError(f"{error} [Op:{op_type}]")     # check, ValueError as in TF's builder
+    return InvalidArgumentError(None, op_type, f"{error} [Op:{op_type}]")
+
+
 def execute(op_, inputs, attrs):
     """Runs `op_` on tensors `inputs` and records it on every active tape.
 
@@ -394,10 +419,8 @@ def execute(op_, inputs, attrs):
         return _execute_wide(op_, kernel, inputs, values, attrs)
     try:
         out = kernel(*values, **attrs)
-    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
-        if state.graphs and type(e) is ValueError:     # computed while a graph is built: a shape
-            raise ValueError(f"{e} [Op:{op_.type}]") from None      # check, ValueError as in TF's builder
-        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except KERNEL_ERRORS as e:                  # Note [kernel errors]
+        raise kernel_error(e, op_.type) from None
     except (TypeError, AttributeError):
         _check_escaped(inputs)
         raise
@@ -417,8 +440,8 @@ def _execute_wide(op_, kernel, inputs, values, attrs):
     kernels that read it (Note [wide values of eager tensors] in ops/core/half.py)."""
     try:
         out, wide = kernel.eager(inputs, values, attrs)
-    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
-        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except KERNEL_ERRORS as e:                  # Note [kernel errors]
+        raise kernel_error(e, op_.type) from None
     except (TypeError, AttributeError):
         _check_escaped(inputs)
         raise
@@ -449,8 +472,8 @@ def execute_unary(op_, x):
         return execute(op_, (x,), _NO_ATTRS)
     try:
         result = Tensor(op_.kernel(value))
-    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
-        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except KERNEL_ERRORS as e:                  # Note [kernel errors]
+        raise kernel_error(e, op_.type) from None
     if state.tapes:
         record(op_, (x,), (result,), _NO_ATTRS)
     return result
@@ -467,11 +490,14 @@ def execute_binary(op_, x, y):
         return execute(op_, (x, y), _NO_ATTRS)
     try:
         result = Tensor(op_.kernel(xv, yv))
-    except (ValueError, IndexError, np.linalg.LinAlgError) as e:
-        raise InvalidArgumentError(None, op_.type, f"{e} [Op:{op_.type}]") from None
+    except KERNEL_ERRORS as e:                  # Note [kernel errors]
+        raise kernel_error(e, op_.type) from None
     if state.tapes:
         record(op_, (x, y), (result,), _NO_ATTRS)
     return result
+
+
+hooks.fill(execute_unary=execute_unary, execute_binary=execute_binary)    # Tensor's operators' fast path
 
 
 def _builds_node(op_, inputs):

@@ -1,21 +1,155 @@
 """The eager Tensor and the conversion of Python/NumPy values to tensors.
 
 A Tensor wraps one NumPy array (or NumPy scalar) and a unique id, the key under
-which tapes know it.  Operators (`+`, `@`, `[]`, ...) are attached by
-`tapeflow.ops.operators` once the op modules exist.
+which tapes know it.  Its Python operators (`+`, `@`, `[]`, ...) run ops, which
+live above the framework: they call the hooks that `ops/operators.py` fills (Note
+[tensor operators]; framework/hooks.py lists every hook point).
 """
 
 import itertools
+import operator
 import threading
 
 import numpy as np
 
-from tapeflow.framework import dtypes
+from tapeflow.framework import dtypes, hooks
 from tapeflow.framework.context import executing_eagerly_outside_functions, state
 from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
 
 _next_id = itertools.count(1).__next__
+
+
+# Note [tensor operators]: a Tensor's Python operators run tapeflow ops, which sit
+# above the framework.  Each operator is made here by a factory below and registered
+# as a hook (framework/hooks.py); ops/operators.py fills it, once, with the function
+# the operator runs and, for some, the Op it amounts to: `+` is `add` with
+# TensorFlow's conversion of the other operand and AddV2, `&` LogicalAnd or
+# BitwiseAnd by dtype and no single Op (Note [operator conversion] there).  A filled
+# value lives in the operator's closure, so calling it costs what calling a module
+# global does.  An operator declared `direct` runs its Op itself on two eager tensors,
+# or on an eager floating tensor and a Python number (converted as `convert_like`
+# would): the eager fast path, one call to op_def's `execute_binary` (`execute_unary`
+# for `-x`).  When a binary operator's function fails on `x op y`, y's reflected
+# operator has its chance before the error is raised, as in TensorFlow.
+
+def _binary_operator(name, direct):
+    """The methods `__<name>__` and `__r<name>__` of Tensor (Note [tensor operators])."""
+    fn = op_ = execute_binary = None        # filled through `fill`
+    reflected_name = f"__r{name}__"
+
+    if direct:
+        def forward(x, y):
+            if type(x) is Tensor:
+                kind = type(y)
+                if kind is Tensor:
+                    return execute_binary(op_, x, y)
+                if (kind is float or kind is int) and x._value.dtype.kind in "fc" and not state.graphs:
+                    return execute_binary(op_, x, Tensor(np.asarray(y, x._value.dtype)))
+            try:
+                return fn(x, y)
+            except (TypeError, ValueError) as e:
+                return _reflected(reflected_name, x, y, e)
+    else:
+        def forward(x, y):
+            try:
+                return fn(x, y)
+            except (TypeError, ValueError) as e:
+                return _reflected(reflected_name, x, y, e)
+
+    def reflected(x, y):
+        return fn(y, x)         # a failed conversion of y raises (Note [operator conversion])
+
+    def fill(hook_fn, hook_op):
+        nonlocal fn, op_, execute_binary
+        fn, op_, execute_binary = hook_fn, _checked_op(name, hook_op, direct), hooks.execute_binary
+
+    hooks.operator(name, fill)
+    forward.__name__, reflected.__name__ = f"__{name}__", reflected_name
+    return forward, reflected
+
+
+def _reflected(reflected_name, x, y, error):
+    """`y`'s own reflected operator, when it has one that accepts `x`; else `error` is raised."""
+    r_op = getattr(type(y), reflected_name, None)
+    if r_op is not None:
+        try:
+            out = r_op(y, x)
+        except (TypeError, ValueError):
+            out = NotImplemented
+        if out is not NotImplemented:
+            return out
+    raise error
+
+
+def _comparison_operator(name):
+    """The method `__<name>__` of Tensor for an order comparison (Note [tensor operators]);
+    direct on two eager tensors."""
+    fn = op_ = execute_binary = None        # filled through `fill`
+
+    def compare(x, y):
+        if type(x) is Tensor and type(y) is Tensor:
+            return execute_binary(op_, x, y)
+        return fn(x, y)
+
+    def fill(hook_fn, hook_op):
+        nonlocal fn, op_, execute_binary
+        fn, op_, execute_binary = hook_fn, _checked_op(name, hook_op, True), hooks.execute_binary
+
+    hooks.operator(name, fill)
+    compare.__name__ = f"__{name}__"
+    return compare
+
+
+def _unary_operator(name, direct):
+    """The method `__<name>__` of Tensor for a unary operator (Note [tensor operators])."""
+    fn = op_ = execute_unary = None         # filled through `fill`
+
+    if direct:
+        def apply(x):
+            if type(x) is Tensor:
+                return execute_unary(op_, x)
+            return fn(x)
+    else:
+        def apply(x):
+            return fn(x)
+
+    def fill(hook_fn, hook_op):
+        nonlocal fn, op_, execute_unary
+        fn, op_, execute_unary = hook_fn, _checked_op(name, hook_op, direct), hooks.execute_unary
+
+    hooks.operator(name, fill)
+    apply.__name__ = f"__{name}__"
+    return apply
+
+
+def _equality_operator(name, identity):
+    """`__eq__` or `__ne__` of Tensor: elementwise, or `identity(x, y)` where TF1 semantics
+    hold (Note [tensor equality]; Note [tensor operators])."""
+    fn = None                               # filled through `fill`
+
+    def compare(x, y):
+        if uses_equality(x):
+            return fn(x, y)
+        return identity(x, y)
+
+    def fill(hook_fn, hook_op):
+        nonlocal fn
+        fn = hook_fn
+        _checked_op(name, hook_op, False)
+
+    hooks.operator(name, fill)
+    compare.__name__ = f"__{name}__"
+    return compare
+
+
+def _checked_op(name, op_, direct):
+    """`op_`, the Op given to operator `name`: one exactly when the operator is direct."""
+    if (op_ is not None) != direct:
+        expected = "an Op (it is direct)" if direct else "no Op (it is not direct)"
+        raise ValueError(f"Tensor's operator '{name}' takes {expected} in framework/tensor.py; its hook was "
+                         f"given {op_!r}.")
+    return op_
 
 
 @tf_export("Tensor")
@@ -39,6 +173,11 @@ class Tensor:
     def __init__(self, value):
         self._value = value
         self._id = _next_id()
+
+    # While a construction hook is set, `__init__` also calls it with the new tensor
+    # (`set_construction_hook`, Note [construction hook]).  While some tape records,
+    # a dying tensor drops its trace from the tapes (`__del__`, Note [trace deletion]);
+    # otherwise a Tensor has no `__del__`.
 
     # -- metadata ----------------------------------------------------------
     @property
@@ -104,6 +243,11 @@ class Tensor:
             raise TypeError("Scalar tensor has no `len()`")
         return self._value.shape[0]
 
+    def __iter__(self):
+        if not self._value.ndim:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        return iter(hooks.unstack(self))
+
     def __bool__(self):
         return bool(self._value)
 
@@ -125,6 +269,35 @@ class Tensor:
 
     def __hash__(self):
         raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    # -- operators (Note [tensor operators]) -----------------------------------
+    __add__, __radd__ = _binary_operator("add", direct=True)                    # AddV2
+    __sub__, __rsub__ = _binary_operator("sub", direct=True)                    # Sub
+    __mul__, __rmul__ = _binary_operator("mul", direct=True)                    # Mul
+    __truediv__, __rtruediv__ = _binary_operator("truediv", direct=False)       # RealDiv, integers cast
+    __floordiv__, __rfloordiv__ = _binary_operator("floordiv", direct=False)    # FloorDiv
+    __mod__, __rmod__ = _binary_operator("mod", direct=True)                    # FloorMod
+    __pow__, __rpow__ = _binary_operator("pow", direct=True)                    # Pow
+    __matmul__, __rmatmul__ = _binary_operator("matmul", direct=False)          # MatMul
+    __and__, __rand__ = _binary_operator("and", direct=False)                   # LogicalAnd, BitwiseAnd
+    __or__, __ror__ = _binary_operator("or", direct=False)                      # LogicalOr, BitwiseOr
+    __xor__, __rxor__ = _binary_operator("xor", direct=False)                   # LogicalXor, BitwiseXor
+    __lt__ = _comparison_operator("lt")                                         # Less
+    __le__ = _comparison_operator("le")                                         # LessEqual
+    __gt__ = _comparison_operator("gt")                                         # Greater
+    __ge__ = _comparison_operator("ge")                                         # GreaterEqual
+    __eq__ = _equality_operator("eq", operator.is_)                             # Equal
+    __ne__ = _equality_operator("ne", operator.is_not)                          # NotEqual
+    __neg__ = _unary_operator("neg", direct=True)                               # Neg
+    __abs__ = _unary_operator("abs", direct=False)                              # Abs, ComplexAbs
+    __invert__ = _unary_operator("invert", direct=False)                        # LogicalNot, Invert
+
+    def __pos__(self):
+        return self
+
+    def __getitem__(self, key):
+        """Indexing and slicing as NumPy's basic indexing (StridedSlice; ops/slicing_ops.py)."""
+        return hooks.getitem(self, key)
 
     def __copy__(self):
         return self
@@ -227,6 +400,89 @@ class _Reference:
 
     def __eq__(self, other):
         return isinstance(other, _Reference) and other._tensor is self._tensor
+
+
+# -- construction and deletion hooks ----------------------------------------
+
+# Note [construction hook]: framework/device.py needs to see each new tensor for a
+# while: until the runtime starts (Note [runtime initialization]) and while a device
+# scope places off CPU:0 (Note [recorded placement]).  Every op makes tensors, and a
+# test in `__init__` would cost each of them about 1% of a small op, so while no hook
+# is set `Tensor.__init__` is the plain one above, and while one is,
+# `set_construction_hook` makes it `_construct_and_hook`, which also calls the hook
+# (the way Note [trace deletion] handles `__del__`; these two are the only attributes
+# of Tensor that change at run time, and only here).
+
+_plain_init = Tensor.__init__
+_construction_hook = None
+
+
+def _construct_and_hook(self, value):
+    """`Tensor.__init__` while a construction hook is set (Note [construction hook])."""
+    self._value = value
+    self._id = _next_id()
+    hook = _construction_hook
+    if hook is not None:        # cleared by another thread meanwhile
+        hook(self)
+
+
+def set_construction_hook(fn):
+    """Makes every new Tensor (and subclass instance) call `fn(tensor)` once its value and
+    id are set; None removes the hook (Note [construction hook]).  Callers serialize their
+    calls (framework/device.py holds its runtime lock)."""
+    global _construction_hook
+    _construction_hook = fn
+    Tensor.__init__ = _plain_init if fn is None else _construct_and_hook
+
+
+# Note [trace deletion]: when a tensor dies, each active tape drops one use of
+# it (tape.h DeleteTrace), so ops whose outputs all died are forgotten and their
+# saved inputs freed.  A finalizer costs every tensor that dies about 0.15 µs,
+# taped or not, and CPython calls one whenever the class has a `__del__`, so
+# `Tensor.__del__` exists only while some thread has an active tape: tapes and
+# accumulators enter and leave the stack through `push_recorder` /
+# `pop_recorder`, and the first and last of them set and delete it (the one
+# attribute of Tensor that changes at run time, and only here).  A recorder
+# plugs in with its `_delete_trace(tensor_id)` (eager/tape.py,
+# eager/forwardprop.py).  A thread with no tape of its own finds `state.tapes`
+# empty in it.
+
+def _delete_traces(self):
+    try:
+        tapes = state.tapes
+    except Exception:  # interpreter shutdown
+        return
+    if tapes:
+        tid = self._id
+        for tape in tapes:
+            tape._delete_trace(tid)
+
+
+_active_tapes = [0]         # tapes on the stacks of all threads (Note [trace deletion])
+_active_lock = threading.Lock()
+
+
+def push_recorder(recorder):
+    """Puts a tape (or a forward accumulator) on this thread's stack of recorders."""
+    state.tapes.append(recorder)
+    with _active_lock:
+        _active_tapes[0] += 1
+        if _active_tapes[0] == 1:
+            Tensor.__del__ = _delete_traces
+
+
+def pop_recorder(recorder):
+    """Takes `recorder` off this thread's stack (the innermost entry that is it)."""
+    tapes = state.tapes
+    for i in range(len(tapes) - 1, -1, -1):
+        if tapes[i] is recorder:
+            del tapes[i]
+            break
+    with _active_lock:
+        _active_tapes[0] -= 1
+        if _active_tapes[0] == 0:
+            del Tensor.__del__
+
 
 
 # -- conversion ------------------------------------------------------------
@@ -406,11 +662,6 @@ def string_to_bytes(value):
     return out.reshape(value.shape) if value.ndim else out[0]
 
 
-def bytes_to_string(items, shape=()):
-    """A string tensor's value from a list of bytes (`shape`: their shape)."""
-    return np.array([b.decode("latin-1") for b in items], dtype=_STRING).reshape(shape)
-
-
 def _contains_tensor(value):
     for v in value:
         if isinstance(v, Tensor) or hasattr(v, "_as_tensor"):
@@ -506,9 +757,9 @@ def _pack_level(items, dtype, cast):
     """One level of Note [list packing]: a Tensor, or the list itself when it holds no tensor."""
     parts = [convert_to_tensor(v) if isinstance(v, Tensor) or hasattr(v, "_as_tensor") else v for v in items]
     if cast:
-        parts = [_cast(v, dtype) if isinstance(v, Tensor) and v.dtype != dtype else v for v in parts]
+        parts = [hooks.cast(v, dtype) if isinstance(v, Tensor) and v.dtype != dtype else v for v in parts]
     if not state.graphs and all(isinstance(v, Tensor) for v in parts):
-        return _pack(parts)
+        return hooks.pack(parts)
     packed = False
     for i, v in enumerate(parts):
         if isinstance(v, Tensor):
@@ -521,60 +772,7 @@ def _pack_level(items, dtype, cast):
             packed = packed or isinstance(v, Tensor)
     if not packed:
         return items
-    return _pack([v if isinstance(v, Tensor) else constant(v, dtype) for v in parts])
-
-
-# Note [trace deletion]: when a tensor dies, each active tape drops one use of
-# it (tape.h DeleteTrace), so ops whose outputs all died are forgotten and their
-# saved inputs freed.  A finalizer costs every tensor that dies about 0.15 µs,
-# taped or not, so `Tensor.__del__` exists only while some thread has an active
-# tape: tapes and accumulators enter and leave the stack through `push_recorder` /
-# `pop_recorder`, and the first and last of them install and remove it.  A
-# thread with no tape of its own finds `state.tapes` empty in it.
-
-def _delete_traces(self):
-    try:
-        tapes = state.tapes
-    except Exception:  # interpreter shutdown
-        return
-    if tapes:
-        tid = self._id
-        for tape in tapes:
-            tape._delete_trace(tid)
-
-
-_active_tapes = [0]         # tapes on the stacks of all threads (Note [trace deletion])
-_active_lock = threading.Lock()
-
-
-def push_recorder(recorder):
-    """Puts a tape (or a forward accumulator) on this thread's stack of recorders."""
-    state.tapes.append(recorder)
-    with _active_lock:
-        _active_tapes[0] += 1
-        if _active_tapes[0] == 1:
-            Tensor.__del__ = _delete_traces
-
-
-def pop_recorder(recorder):
-    """Takes `recorder` off this thread's stack (the innermost entry that is it)."""
-    tapes = state.tapes
-    for i in range(len(tapes) - 1, -1, -1):
-        if tapes[i] is recorder:
-            del tapes[i]
-            break
-    with _active_lock:
-        _active_tapes[0] -= 1
-        if _active_tapes[0] == 0:
-            del Tensor.__del__
-
-
-def _pack(tensors):
-    raise NotImplementedError      # replaced by the Pack op when tapeflow.ops is imported (ops/operators.py)
-
-
-def _cast(tensor, dtype):
-    raise NotImplementedError      # replaced by the Cast op when tapeflow.ops is imported (ops/operators.py)
+    return hooks.pack([v if isinstance(v, Tensor) else constant(v, dtype) for v in parts])
 
 
 def _in_graph(t):

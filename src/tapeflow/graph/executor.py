@@ -12,8 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tapeflow.framework import device as device_lib
-from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
+from tapeflow.framework.op_def import KERNEL_ERRORS, kernel_error
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.core import half
 from tapeflow.ops.variables import Variable
@@ -428,11 +428,11 @@ class Plan:
         """Runs the plan on NumPy feed values; returns the fetched NumPy values (None for ops)."""
         try:
             return self._run(feed_values)
-        except (ValueError, IndexError, np.linalg.LinAlgError, ZeroDivisionError) as e:
+        except KERNEL_ERRORS as e:             # Note [kernel errors] in framework/op_def.py
             op = self._failed_op(e)
             if op is None:
                 raise
-            raise InvalidArgumentError(None, op, f"{e}\n\t [[node {op.name} ({op.type})]]") from None
+            raise kernel_error(e, op.type, node=op) from None
 
     def _failed_op(self, error):
         """The op of the step that raised `error` (the innermost plan line that is a step's:

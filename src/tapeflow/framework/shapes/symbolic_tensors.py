@@ -9,6 +9,7 @@ tensors.  The shape itself is None when even the rank is unknown (Note
 
 import numpy as np
 
+from tapeflow.framework import hooks
 from tapeflow.framework.errors import OperatorNotAllowedInGraphError
 from tapeflow.framework.context import default_session
 from tapeflow.framework.shapes.abstract_values import Meta  # noqa: F401  (ops reach it here too)
@@ -91,6 +92,11 @@ class SymbolicTensor(Tensor):
         if n is None:
             raise TypeError(f"len is not well defined for symbolic tensor {self.name} of shape {self.shape}.")
         return n
+
+    def __iter__(self):
+        if not self._value.shape or self._value.shape[0] is None:
+            raise TypeError(f"Cannot iterate over tensor {self.name} of shape {self.shape}.")
+        return iter(hooks.unstack(self))
 
     def __repr__(self):
         return f"<tf.Tensor '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
