@@ -19,15 +19,15 @@ import logging
 from tapeflow.framework import nest
 from tapeflow.framework.context import state, tapes_paused
 from tapeflow.framework.dtypes import TRAINABLE_NP
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op, record
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.variables import Variable
-from tapeflow.framework.export import tf_export
-from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
-from tapeflow.eager import forwardprop
-from tapeflow.graph.scopes import control_dependencies
 from tapeflow.ops import array_ops
+from tapeflow.ops.variables import Variable
+from tapeflow.eager import forwardprop
+from tapeflow.eager.backprop import GradientTape, UnconnectedGradients
+from tapeflow.graph.scopes import control_dependencies
 
 _log = logging.getLogger("tapeflow")
 

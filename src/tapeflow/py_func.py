@@ -26,18 +26,16 @@ import functools
 
 import numpy as np
 
-from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import eager_mode, state
-from tapeflow.framework.errors import (
-    InvalidArgumentError, OutOfRangeError, UnimplementedError, UnknownError,
-)
+from tapeflow.framework.errors import InvalidArgumentError, OutOfRangeError, UnimplementedError, UnknownError
 from tapeflow.framework.export import tf_export
-from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import basic_ops
+from tapeflow.ops.variables import Variable
+from tapeflow.eager.backprop import GradientTape
 
 # The class of the op error a Python exception raised by the function becomes (TensorFlow's).
 _ERROR_CLASSES = ((ValueError, InvalidArgumentError), (TypeError, InvalidArgumentError),

@@ -13,9 +13,8 @@ import math
 from tapeflow.framework import dtypes
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import constant
-from tapeflow.ops import constructor_ops, decomposition_ops, linalg_ops, random_ops
+from tapeflow.ops import constructor_ops, decomposition_ops, linalg_ops, random_ops, unary_ops
 from tapeflow.ops.core import primitives
-from tapeflow.ops import unary_ops
 
 
 def _float_dtype(dtype):

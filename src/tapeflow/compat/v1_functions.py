@@ -15,10 +15,9 @@ from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor, disable_tensor_equality, enable_tensor_equality
 from tapeflow.ops import array_ops, math_ops, nn_losses, nn_ops, random_ops
+from tapeflow.ops.core import basic_ops, primitives
 from tapeflow.graph import control_flow
 from tapeflow.graph.default_graph import disable_eager_execution, enable_eager_execution
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import basic_ops
 
 
 class _Switches:

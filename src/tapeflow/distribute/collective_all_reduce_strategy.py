@@ -20,18 +20,17 @@ import enum
 
 import numpy as np
 
-from tapeflow.distribute import cluster_resolver as cluster_resolver_lib
-from tapeflow.distribute import mpi, mpi_ops
-from tapeflow.distribute.cross_device_ops import CrossDeviceOps, divide_by_n
-from tapeflow.distribute.distribute_lib import Strategy, require_cross_replica_or_default_context
-from tapeflow.distribute.mirrored_strategy import MirroredExtended, MirroredStrategy
-from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import join_ops
 from tapeflow.ops.core import primitives
+from tapeflow.distribute import cluster_resolver as cluster_resolver_lib, mpi, mpi_ops
+from tapeflow.distribute.cross_device_ops import CrossDeviceOps, divide_by_n
+from tapeflow.distribute.distribute_lib import Strategy, require_cross_replica_or_default_context
+from tapeflow.distribute.mirrored_strategy import MirroredExtended, MirroredStrategy
+from tapeflow.distribute.reduce_util import ReduceOp
 
 
 @tf_export("distribute.experimental.CommunicationImplementation",

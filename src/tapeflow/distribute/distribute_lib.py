@@ -9,21 +9,18 @@ function in cross-replica context and whose `all_reduce` returns its input.
 
 import weakref
 
-from tapeflow.custom_gradient import custom_gradient
-from tapeflow.distribute import reduce_util
-from tapeflow.distribute import values as values_lib
-from tapeflow.distribute.reduce_util import ReduceOp
-from tapeflow.distribute.thread_mode import ThreadMode, UpdateContext, current_mode, has_strategy
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, constant, convert_to_tensor
-from tapeflow.ops import array_ops, math_ops, slicing_ops
+from tapeflow.ops import array_ops, join_ops, math_ops, slicing_ops
+from tapeflow.ops.core import basic_ops, primitives
 from tapeflow.ops.variable_creation import VariableAggregation, variable_creator_scope
-from tapeflow.ops.core import primitives
-from tapeflow.ops import join_ops
-from tapeflow.ops.core import basic_ops
+from tapeflow.custom_gradient import custom_gradient
+from tapeflow.distribute import reduce_util, values as values_lib
+from tapeflow.distribute.reduce_util import ReduceOp
+from tapeflow.distribute.thread_mode import ThreadMode, UpdateContext, current_mode, has_strategy
 
 
 # -- the thread's mode, the default one built here (Note [thread modes]) ---------------------

@@ -2,16 +2,15 @@
 on the replicas add up to the loss of the whole (global) batch, so that gradients summed
 across replicas are the gradients of one replica on the concatenated batch."""
 
-from tapeflow.distribute.distribute_lib import get_strategy
-from tapeflow.distribute.thread_mode import has_strategy, in_cross_replica_context
 from tapeflow.framework import dtypes
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor as _Symbolic
 from tapeflow.framework.tensor import convert_to_tensor
 from tapeflow.ops import array_ops, math_ops
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import basic_ops
+from tapeflow.ops.core import basic_ops, primitives
+from tapeflow.distribute.distribute_lib import get_strategy
+from tapeflow.distribute.thread_mode import has_strategy, in_cross_replica_context
 
 @tf_export("nn.compute_average_loss")
 def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):

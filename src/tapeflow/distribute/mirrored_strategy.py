@@ -30,20 +30,19 @@ left behind: the next `run` starts afresh.
 import threading
 import weakref
 
+from tapeflow.framework import device as device_lib
+from tapeflow.framework.context import eager_mode, state, tapes_paused
+from tapeflow.framework.export import tf_export
+from tapeflow.ops import array_ops
+from tapeflow.ops.variable_creation import VariableAggregation, VariableSynchronization, _sync_aggregation_trainable
+from tapeflow.graph.autograph import conversion
+from tapeflow.graph.function import Function
+from tapeflow.graph.scopes import name_scope
 from tapeflow.distribute import values as values_lib
 from tapeflow.distribute.cross_device_ops import CrossDeviceOps, reduce_non_distributed_value
 from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended, ValueContext
 from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.distribute.thread_mode import UpdateContext
-from tapeflow.framework import device as device_lib
-from tapeflow.framework.context import eager_mode, state, tapes_paused
-from tapeflow.framework.export import tf_export
-from tapeflow.graph.autograph import conversion
-from tapeflow.graph.function import Function
-from tapeflow.graph.scopes import name_scope
-from tapeflow.ops import array_ops
-from tapeflow.ops.variable_creation import (VariableAggregation, VariableSynchronization,
-                                            _sync_aggregation_trainable)
 
 
 @tf_export("distribute.MirroredStrategy")

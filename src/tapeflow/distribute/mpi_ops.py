@@ -35,12 +35,11 @@ import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
-from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.op_def import LINEAR, execute, op
-from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import batching
 from tapeflow.framework.shapes import shape_rules
+from tapeflow.framework.shapes.abstract_values import Meta
+from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops.core import batching, primitives
 
 
 def _rows_free(*xs, **_):

@@ -1,10 +1,10 @@
 """`OneDeviceStrategy`: one replica, on one device, run in the calling thread."""
 
+from tapeflow.framework import device as device_lib
+from tapeflow.framework.export import tf_export
 from tapeflow.distribute import values as values_lib
 from tapeflow.distribute.distribute_lib import ReplicaContext, Strategy, StrategyExtended
 from tapeflow.distribute.thread_mode import UpdateContext
-from tapeflow.framework import device as device_lib
-from tapeflow.framework.export import tf_export
 
 
 @tf_export("distribute.OneDeviceStrategy")

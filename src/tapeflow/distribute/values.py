@@ -26,17 +26,18 @@ import weakref
 
 import optree
 
-from tapeflow.distribute.reduce_util import ReduceOp
-from tapeflow.distribute.thread_mode import (current_mode, current_replica_id, enter_or_assert_strategy,
-                                             get_update_replica_id, in_cross_replica_context)
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import array_ops, operators
+from tapeflow.ops.core import basic_ops
 from tapeflow.ops.variable_creation import VariableAggregation, VariableSynchronization
 from tapeflow.ops.variables import Variable, _read_variable
-from tapeflow.ops.core import basic_ops
+from tapeflow.distribute.reduce_util import ReduceOp
+from tapeflow.distribute.thread_mode import (
+    current_mode, current_replica_id, enter_or_assert_strategy, get_update_replica_id, in_cross_replica_context,
+)
 
 
 def map_plain(fn, structure):

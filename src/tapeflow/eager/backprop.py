@@ -5,17 +5,16 @@ import logging
 
 import numpy as np
 
-from tapeflow.eager.tape import Tape
 from tapeflow.framework import dtypes, nest
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
-from tapeflow.ops.variables import Variable
-from tapeflow.ops.gradient_rules import UnconnectedGradients
-from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
-from tapeflow.framework.export import tf_export
 from tapeflow.ops import math_ops
-from tapeflow.eager import jacobians
 from tapeflow.ops.core import basic_ops
+from tapeflow.ops.gradient_rules import UnconnectedGradients, unconnected_policy as _unconnected
+from tapeflow.ops.variables import Variable
+from tapeflow.eager import jacobians
+from tapeflow.eager.tape import Tape
 
 _log = logging.getLogger("tapeflow")
 

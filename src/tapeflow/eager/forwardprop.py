@@ -25,7 +25,6 @@ reverse: Hessian-vector products).
 
 import logging
 
-from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
@@ -33,10 +32,12 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.op_def import LINEAR, SELF_ADJOINT, OpRecord, execute
 from tapeflow.framework.tensor import Tensor, convert_to_tensor, pop_recorder, push_recorder
 from tapeflow.ops import math_ops
-from tapeflow.ops.gradient_rules import UnconnectedGradients, apply_rule, missing_gradient_error
-from tapeflow.ops.gradient_rules import unconnected_policy as _unconnected
-from tapeflow.ops.variables import Variable
 from tapeflow.ops.core import basic_ops
+from tapeflow.ops.gradient_rules import (
+    UnconnectedGradients, apply_rule, missing_gradient_error, unconnected_policy as _unconnected,
+)
+from tapeflow.ops.variables import Variable
+from tapeflow.eager.backprop import GradientTape
 
 _log = logging.getLogger("tapeflow")
 _TRAINABLE = dtypes.TRAINABLE_NP

@@ -16,13 +16,11 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import constructor_ops, math_ops
-from tapeflow.ops.gradient_rules import UnconnectedGradients
+from tapeflow.ops import constructor_ops, join_ops, math_ops
+from tapeflow.ops.core import basic_ops, primitives
 from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops.gradient_rules import UnconnectedGradients
 from tapeflow.ops.variables import Variable
-from tapeflow.ops.core import primitives
-from tapeflow.ops import join_ops
-from tapeflow.ops.core import basic_ops
 
 
 def _rows(tape, target, sources, seeds):

@@ -12,8 +12,8 @@ from tapeflow.framework import nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.ops.core.vectorization import vectorizing
 from tapeflow.ops.core import basic_ops
+from tapeflow.ops.core.vectorization import vectorizing
 
 
 @tf_export("vectorized_map")

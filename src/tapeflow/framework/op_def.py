@@ -23,10 +23,9 @@ import numpy as np
 from tapeflow.framework import dtypes as _dtypes, hooks
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.errors import InvalidArgumentError
+from tapeflow.framework.export import call_named, tf_export
 from tapeflow.framework.shapes.abstract_values import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.framework.export import tf_export
-from tapeflow.framework.export import call_named
 from tapeflow.framework.tensor_shape import TensorShape
 
 _TRAINABLE = _dtypes.TRAINABLE_NP

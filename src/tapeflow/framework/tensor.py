@@ -14,8 +14,8 @@ import numpy as np
 
 from tapeflow.framework import dtypes, hooks
 from tapeflow.framework.context import executing_eagerly_outside_functions, state
-from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.tensor_shape import TensorShape
 
 _next_id = itertools.count(1).__next__
 

@@ -20,15 +20,13 @@ from tapeflow.framework.op_def import ALL, execute, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import random_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops.core import primitives, vectorization
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import function_type
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.func_graph import FuncGraph, output_of
 from tapeflow.graph.gradients import gradients
-from tapeflow.graph.graph import infer_metas
-from tapeflow.graph.graph import _placeholder
-from tapeflow.ops.core import primitives
+from tapeflow.graph.graph import _placeholder, infer_metas
 
 
 # -- the call op ------------------------------------------------------------------

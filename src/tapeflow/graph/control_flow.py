@@ -20,15 +20,11 @@ from tapeflow.framework.op_def import ALL, build_with_metas, op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, known_rank
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import gradient_rules, math_ops, scatter_ops
-from tapeflow.ops.core import vectorization
+from tapeflow.ops import gradient_rules, math_ops, reduction_ops, scatter_ops
+from tapeflow.ops.core import basic_ops, batching, primitives, vectorization
 from tapeflow.ops.variables import Variable
 from tapeflow.graph.concrete_function import ConcreteFunction, run_body
 from tapeflow.graph.func_graph import FuncGraph, output_of
-from tapeflow.ops.core import batching
-from tapeflow.ops.core import primitives
-from tapeflow.ops import reduction_ops
-from tapeflow.ops.core import basic_ops
 
 
 def _trainable(t):

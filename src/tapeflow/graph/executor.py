@@ -12,8 +12,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tapeflow.framework import device as device_lib
-from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.op_def import KERNEL_ERRORS, kernel_error
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, _const
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.core import half
 from tapeflow.ops.variables import Variable

@@ -11,8 +11,7 @@ from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, const
 from tapeflow.framework.tensor import Tensor, _next_id, convert_to_tensor
 from tapeflow.ops.variables import Variable
-from tapeflow.graph.graph import Graph
-from tapeflow.graph.graph import _placeholder
+from tapeflow.graph.graph import Graph, _placeholder
 
 
 class FuncGraph(Graph):

@@ -15,16 +15,15 @@ import numpy as np
 
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops.variables import Variable
-from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, is_static
-from tapeflow.ops.core.vectorization import vectorizing
-from tapeflow.ops import math_ops
-from tapeflow.ops import gradient_rules
-from tapeflow.framework.export import tf_export
+from tapeflow.ops import gradient_rules, math_ops
 from tapeflow.ops.core import primitives
+from tapeflow.ops.core.vectorization import vectorizing
+from tapeflow.ops.variables import Variable
 
 
 @tf_export("AggregationMethod")

@@ -15,11 +15,11 @@ import contextlib
 import re
 
 from tapeflow.framework import dtypes as _dtypes
-from tapeflow.framework.op_def import op as declare_op
 from tapeflow.framework.context import default_session, state
 from tapeflow.framework.device import graph_scope, op_device
 from tapeflow.framework.errors import InvalidArgumentError
 from tapeflow.framework.export import tf_export
+from tapeflow.framework.op_def import op as declare_op
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor, const, unknown_rank_error
 from tapeflow.framework.tensor import _next_id
 from tapeflow.framework.tensor_shape import TensorShape

@@ -13,9 +13,9 @@ import numpy as np
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor
+from tapeflow.ops.variables import Variable
 from tapeflow.graph.concrete_function import ConcreteFunction
 from tapeflow.graph.function import Function
-from tapeflow.ops.variables import Variable
 
 TensorLike = typing.Union[Tensor, Variable, IndexedSlices, np.ndarray, np.generic, int, float, bool, complex,
                           str, bytes, tuple, list]

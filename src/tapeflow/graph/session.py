@@ -18,10 +18,10 @@ from tapeflow.framework.op_def import op
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops.variables import _UnreadVariable, Variable, graph_variables
 from tapeflow.graph.default_graph import get_default_graph
 from tapeflow.graph.executor import Plan
 from tapeflow.graph.graph import Operation, _placeholder
-from tapeflow.ops.variables import Variable, _UnreadVariable, graph_variables
 
 
 @tf_export("compat.v1.placeholder", names_op=False)

@@ -16,12 +16,11 @@ from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError, OutOfRangeError
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.op_def import execute, op
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.shapes.symbolic_tensors import Meta
-from tapeflow.ops import gradient_rules
+from tapeflow.ops import gradient_rules, scatter_ops
 from tapeflow.ops.core import primitives
-from tapeflow.ops import scatter_ops
 
 
 def _list_shape(*metas, **attrs):

@@ -29,12 +29,11 @@ from tapeflow.framework.context import executing_eagerly
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
-from tapeflow.graph.scopes import control_dependencies
 from tapeflow.ops import array_ops, math_ops, reduction_ops, unary_ops
+from tapeflow.ops.core import basic_ops, primitives
 from tapeflow.ops.variables import Variable
+from tapeflow.graph.scopes import control_dependencies
 from tapeflow.mixed_precision.nonfinite import skip_log
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import basic_ops
 
 
 @tf_export("mixed_precision.experimental.LossScale", "mixed_precision.LossScale")

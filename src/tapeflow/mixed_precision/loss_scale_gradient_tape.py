@@ -33,21 +33,21 @@ find the op whose gradient overflowed (Note [no cost on finite steps] in
 nonfinite.py).
 """
 
-from tapeflow.distribute import distribute_lib, values
-from tapeflow.distribute.thread_mode import in_cross_replica_context
-from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import nest
 from tapeflow.framework.context import executing_eagerly, state
 from tapeflow.framework.export import tf_export
-from tapeflow.ops.core import basic_ops
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import convert_to_tensor
+from tapeflow.ops import math_ops
+from tapeflow.ops.core import basic_ops
+from tapeflow.ops.gradient_rules import UnconnectedGradients
+from tapeflow.eager.backprop import GradientTape
 from tapeflow.graph import control_flow
 from tapeflow.graph.func_graph import FuncGraph
+from tapeflow.distribute import distribute_lib, values
+from tapeflow.distribute.thread_mode import in_cross_replica_context
 from tapeflow.mixed_precision import nonfinite
 from tapeflow.mixed_precision.loss_scale import LossScale
-from tapeflow.ops import math_ops
-from tapeflow.ops.gradient_rules import UnconnectedGradients
 
 _SPENT = ("A non-persistent LossScaleGradientTape can only be used to compute one set of gradients "
           "(or jacobians). Create the tape with persistent=True.")

@@ -19,11 +19,9 @@ import warnings
 
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
-from tapeflow.ops import math_ops, unary_ops
-from tapeflow.ops.variables import Variable
+from tapeflow.ops import clip_ops, math_ops, scatter_ops, unary_ops
 from tapeflow.ops.core import primitives
-from tapeflow.ops import scatter_ops
-from tapeflow.ops import clip_ops
+from tapeflow.ops.variables import Variable
 
 
 def checked_pairs(grads_and_vars):

@@ -32,18 +32,18 @@ import warnings
 
 import numpy as np
 
-from tapeflow.distribute import distribute_lib
-from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.framework import dtypes
 from tapeflow.framework.context import state
+from tapeflow.framework.export import tf_export
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
+from tapeflow.ops import variable_creation
 from tapeflow.ops.core import basic_ops
-from tapeflow.framework.export import tf_export
 from tapeflow.ops.variables import Variable
+from tapeflow.distribute import distribute_lib
+from tapeflow.distribute.reduce_util import ReduceOp
 from tapeflow.optimizers import gradients, learning_rate_schedule as schedules
 from tapeflow.optimizers.grappler_order import times_scalar
-from tapeflow.ops import variable_creation
 
 
 class OptimizerVariable(Variable):

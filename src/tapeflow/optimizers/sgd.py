@@ -2,9 +2,9 @@
 
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.ops.core import basic_ops
 from tapeflow.optimizers.gradients import dense, scaled
 from tapeflow.optimizers.optimizer import Optimizer
-from tapeflow.ops.core import basic_ops
 
 
 @tf_export("keras.optimizers.SGD", "optimizers.SGD")

@@ -30,18 +30,18 @@ import contextlib
 
 import numpy as np
 
-from tapeflow.eager.backprop import GradientTape
 from tapeflow.framework import dtypes, nest
 from tapeflow.framework.context import state
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
+from tapeflow.ops import scatter_ops
+from tapeflow.ops.core import basic_ops
+from tapeflow.ops.variables import Variable
+from tapeflow.eager.backprop import GradientTape
 from tapeflow.graph.gradients import gradients_v1
 from tapeflow.graph.scopes import control_dependencies
-from tapeflow.ops.core import basic_ops
 from tapeflow.graph.session import group_ops, trainable_variables
-from tapeflow.ops import scatter_ops
-from tapeflow.ops.variables import Variable
 
 _VALID_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 

@@ -10,12 +10,12 @@ float32, then are cast to each variable's dtype, as TensorFlow does).
 
 from tapeflow.framework.export import tf_export
 from tapeflow.framework.indexed_slices import IndexedSlices
+from tapeflow.ops import math_ops, scatter_ops, unary_ops
+from tapeflow.ops.core import basic_ops
 from tapeflow.graph.scopes import control_dependencies
 from tapeflow.graph.session import group_ops
-from tapeflow.ops import math_ops, scatter_ops, unary_ops
 from tapeflow.optimizers.grappler_order import times_scalar
 from tapeflow.optimizers.v1_optimizer import Optimizer, as_tensor
-from tapeflow.ops.core import basic_ops
 
 cast = basic_ops.cast
 

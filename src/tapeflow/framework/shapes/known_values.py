@@ -23,9 +23,9 @@ never goes through the data path of a model.
 
 import numpy as np
 
+from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, is_static
 from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor, _const, is_static
 
 # Note [small shape tensors]: a tensor takes part only when its static size is
 # known and at most _MAX_SIZE elements, and the walk goes at most _MAX_DEPTH

@@ -6,8 +6,8 @@ batch dimensions broadcast, and a mismatch between known sizes raises
 ValueError while the graph is built, as TensorFlow does.
 """
 
-from tapeflow.framework.shapes.symbolic_tensors import Meta
 from tapeflow.framework.shapes.shape_rules import broadcast_shapes
+from tapeflow.framework.shapes.symbolic_tensors import Meta
 
 
 def meta(shape, dtype):

@@ -12,9 +12,9 @@ import numpy as np
 
 from tapeflow.framework.context import state
 from tapeflow.framework.errors import InvalidArgumentError
-from tapeflow.framework.tensor import Tensor
 from tapeflow.framework.shapes.known_values import constant_value
 from tapeflow.framework.shapes.symbolic_tensors import Meta, SymbolicTensor
+from tapeflow.framework.tensor import Tensor
 
 
 # Note [build-time shape errors]: TensorFlow checks an op's shapes and static

@@ -15,14 +15,14 @@ from tapeflow.framework.context import state
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.framework.tensor_shape import TensorShape
-from tapeflow.ops import constructor_ops, math_ops
+from tapeflow.ops import constructor_ops, math_ops, scatter_ops
+from tapeflow.ops.core import basic_ops
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
-from tapeflow.graph.func_graph import FuncGraph
 from tapeflow.graph.autograph.operators import (
-    Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged)
-from tapeflow.ops import scatter_ops
-from tapeflow.ops.core import basic_ops
+    Undefined, UndefinedReturnValue, condition, dtype_of, is_undefined, runtime_assert, staged,
+)
+from tapeflow.graph.func_graph import FuncGraph
 
 _LEGAL_LOOP_TYPES = "Tensor, int, float, bool or a list, tuple or dict thereof"
 _LIMITATIONS = ("\nSee https://github.com/tensorflow/tensorflow/blob/master/tensorflow/python/autograph/g3doc/"

@@ -23,10 +23,9 @@ from tapeflow.framework.op_def import execute, op
 from tapeflow.framework.shapes.symbolic_tensors import SymbolicTensor
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops import math_ops
+from tapeflow.ops.core import basic_ops, primitives
 from tapeflow.ops.variables import Variable
 from tapeflow.graph import control_flow
-from tapeflow.ops.core import primitives
-from tapeflow.ops.core import basic_ops
 
 
 class Undefined:
