@@ -12,6 +12,8 @@ tapes.  Other ops raise a ValueError that names the op (tapeflow only: many of
 them work in TensorFlow).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -443,3 +445,38 @@ def test_reduced_shape_op_vectorizes_over_shape_vectors():
     shapes = tapeflow.constant([[2, 3, 4], [5, 6, 7]])
     kept = tapeflow.vectorized_map(lambda s: execute(_reduced_shape, [s], {"axes": (0, -1)}), shapes)
     np.testing.assert_array_equal(kept.numpy(), [[1, 3, 1], [1, 6, 1]])
+
+
+_UNKNOWN_RANK_EXAMPLES = {
+    "sum_all": lambda tf, x: tf.reduce_sum(x),
+    "mean_all": lambda tf, x: tf.reduce_mean(x),
+    "max_last": lambda tf, x: tf.reduce_max(x, axis=-1),
+    "sum_first_and_last": lambda tf, x: tf.reduce_sum(x, axis=[0, -1]),
+    "min_last_kept": lambda tf, x: tf.reduce_min(x, axis=-1, keepdims=True),
+    "logsumexp_last": lambda tf, x: tf.reduce_logsumexp(x, axis=-1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNKNOWN_RANK_EXAMPLES))
+def test_vectorized_map_over_examples_of_unknown_rank(name):
+    """A function traced for examples of unknown rank, vectorized: reductions over axes counted
+    from the end, or over every axis, keep their meaning for each example."""
+    tf, fn = tapeflow, _UNKNOWN_RANK_EXAMPLES[name]
+    f = tf.function(lambda x: fn(tf, x), input_signature=[tf.TensorSpec(None, tf.float32)])
+    batch = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # a loop over the examples would warn
+        got = tf.vectorized_map(f, tf.constant(batch))
+    want = np.stack([fn(tf, tf.constant(row)).numpy() for row in batch])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+def test_vectorized_sum_of_every_axis_kept_runs_per_example():
+    """keepdims over every axis of examples of unknown rank has no batched form (the kept shape has
+    the unknown rank): the op runs once per example, with a warning, and the values are right."""
+    tf = tapeflow
+    f = tf.function(lambda x: tf.reduce_sum(x, keepdims=True), input_signature=[tf.TensorSpec(None, tf.float32)])
+    batch = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    with pytest.warns(UserWarning, match="once per example"):
+        got = tf.vectorized_map(f, tf.constant(batch))
+    np.testing.assert_allclose(got.numpy(), batch.sum(axis=(1, 2), keepdims=True))

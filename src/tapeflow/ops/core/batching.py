@@ -29,7 +29,8 @@ def _passing(op_, xs, batched, attrs):
 
 
 def _reduction(op_, xs, batched, attrs):
-    """Ops of one input reducing (or scanning) over the example axes in attr `axis`."""
+    """Ops of one input reducing (or scanning) over the example axes in attr `axis` (None: every
+    axis of an example of unknown rank, which the driver reduces over the flattened example)."""
     return execute(op_, xs, {**attrs, "axis": shift_axes(attrs["axis"])}), True
 
 
@@ -91,10 +92,12 @@ def example_rank(x, is_batched):
 
 
 def shift_axes(axes, count=1):
-    """Example axes (non-negative ints, or one int) as axes of the stacked tensor."""
+    """Example axes (ints, or one int) as axes of the stacked tensor: the batch axes come first,
+    so a non-negative axis moves by `count`, and one counted from the end (examples of unknown
+    rank) stays."""
     if isinstance(axes, int):
-        return axes + count
-    return tuple(a + count for a in axes)
+        return axes + count if axes >= 0 else axes
+    return tuple(a + count if a >= 0 else a for a in axes)
 
 
 def _sized_by_values(xs, batched, **attrs):

@@ -36,7 +36,7 @@ from tapeflow.framework.context import state
 from tapeflow.framework.op_def import execute, record
 from tapeflow.framework.tensor import Tensor
 from tapeflow.ops.core import primitives
-from tapeflow.ops.core.batching import ELEMENTWISE, SAME_SHAPE, BatchedTensor, FamilyRule, NotBatchable
+from tapeflow.ops.core.batching import ELEMENTWISE, REDUCTION, SAME_SHAPE, BatchedTensor, FamilyRule, NotBatchable
 from tapeflow.ops.core.primitives import align_ranks, batch_size_of, broadcast_batch, stacked_all
 
 
@@ -123,6 +123,8 @@ def _run_rule(op_, xs, batched, attrs, level):
             return execute(op_, align_ranks(xs, batched), attrs), True
         if rule is SAME_SHAPE:                         # the shared inputs broadcast to the batch (a view, eagerly)
             return execute(op_, stacked_all(xs, batched, batch_size_of(xs[batched.index(True)])), attrs), True
+        if rule is REDUCTION and attrs["axis"] is None:    # every axis of examples of unknown rank
+            return _reduce_flattened(op_, xs[0], attrs), True
         if type(rule) is FamilyRule:
             return rule.fn(op_, xs, batched, attrs)
         if rule is not None:
@@ -130,6 +132,14 @@ def _run_rule(op_, xs, batched, attrs, level):
     except NotBatchable:
         return _loop(op_, xs, batched, attrs, level, "has no batching rule for these inputs")
     return _loop(op_, xs, batched, attrs, level, "has no batching rule")
+
+
+def _reduce_flattened(op_, x, attrs):
+    """A reduction over every axis of each example (of unknown rank): over the examples flattened."""
+    if attrs.get("keepdims"):
+        raise NotBatchable                              # the kept shape has the example's unknown rank
+    flat = primitives.reshape(x, [batch_size_of(x), -1])
+    return execute(op_, (flat,), {**attrs, "axis": (1,)})
 
 
 def _loop(op_, xs, batched, attrs, level, why):
