@@ -126,6 +126,17 @@ def test_bad_elems_raise_like_tensorflow(elems):
     same(prog)
 
 
+
+@pytest.mark.parametrize("in_function", [False, True])
+@pytest.mark.parametrize("shapes", [((4, 2), (1, 2)), ((1, 2), (4, 3), (1,)), ((1, 3), (1, 3))])
+def test_elems_with_a_first_dimension_of_one_are_broadcast(shapes, in_function):
+    def prog(tf):
+        elems = tuple(tf.reshape(tf.range(float(np.prod(s))), s) + i for i, s in enumerate(shapes))
+        run = lambda: tf.vectorized_map(lambda e: tf.add_n([tf.reduce_sum(x * x) for x in e]), elems)
+        return tf.function(run)() if in_function else run()
+    same(prog)
+
+
 # -- control flow, functions, custom gradients ------------------------------------------------
 
 _IDX = np.array([0, 5, 2, 3], np.int32)

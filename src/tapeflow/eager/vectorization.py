@@ -28,7 +28,8 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
       fn: a function of one example (a structure like `elems`, each tensor
         without its first axis) returning a structure of tensors.
       elems: a tensor or nested structure of tensors sharing their first
-        dimension, the batch.
+        dimension, the batch; a tensor whose first dimension is 1 gives its
+        one row to every example (broadcast, as TensorFlow's).
       fallback_to_while_loop: run ops without a batching rule once per
         example; if False they raise ValueError.
       warn: whether that fallback warns.
@@ -50,7 +51,8 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
         raise ValueError("vectorized_map needs at least one tensor in `elems`.")
     size = _batch_size(flat)
     with vectorizing(size) as level, _fallback_policy(fallback_to_while_loop, warn):
-        outputs = fn(nest.pack_sequence_as(elems, [level.batch(e) for e in flat]))
+        examples = [e[0] if _broadcast(e, size) else level.batch(e) for e in flat]
+        outputs = fn(nest.pack_sequence_as(elems, examples))
         flat_out = [level.unbatch(convert_to_tensor(o)) for o in nest.flatten(outputs)]
     return nest.pack_sequence_as(outputs, flat_out)
 
@@ -60,21 +62,30 @@ class _ScalarElems(ValueError, IndexError):
 
 
 def _batch_size(flat):
-    """The common first dimension of `flat` (a scalar tensor when unknown while a graph is built)."""
+    """The batch size of `flat`: their first dimension, where those of size 1 are broadcast as
+    TensorFlow's does (`_broadcast`); a scalar tensor when it is known only when a graph runs."""
     sizes = set()
     for e in flat:
         shape = e._value.shape
         if shape is not None and len(shape) == 0:
             raise _ScalarElems(f"vectorized_map needs tensors of rank at least 1 in `elems` (the batch is their "
                              f"first axis); got a scalar of dtype {e.dtype.name}.")
-        if shape is not None:
-            sizes.add(shape[0])
-    known = sizes - {None}
-    if len(known) > 1:
-        raise ValueError(f"The tensors in `elems` disagree on the batch size (first dimension): {sorted(known)}.")
-    if known and None not in sizes:
-        return known.pop()
-    return basic_ops.shape(flat[0])[0]
+        sizes.add(None if shape is None else shape[0])
+    wide = sizes - {None, 1}
+    if len(wide) > 1:
+        raise ValueError(f"The tensors in `elems` disagree on the batch size (first dimension): {sorted(wide)}.")
+    if wide:
+        return wide.pop()
+    if None in sizes:
+        return basic_ops.shape(next(e for e in flat if e._value.shape is None or e._value.shape[0] is None))[0]
+    return 1
+
+
+def _broadcast(e, size):
+    """Whether `e` has a first dimension of 1 (known while building) for a larger batch: then its one
+    row is every example's, as TensorFlow's vectorized_map gathers row 0 of such tensors."""
+    shape = e._value.shape
+    return shape is not None and shape[0] == 1 and not (isinstance(size, int) and size == 1)
 
 
 class _fallback_policy:
