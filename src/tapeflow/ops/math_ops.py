@@ -30,7 +30,7 @@ from tapeflow.framework.shapes.symbolic_tensors import Meta, is_static
 from tapeflow.framework.tensor import Tensor, convert_to_tensor
 from tapeflow.ops.core import batching, half, primitives
 from tapeflow.ops.core.arguments import check_list_entries
-from tapeflow.ops.core.batching import _sized_by_values
+from tapeflow.ops.core.batching import sized_by_values
 from tapeflow.ops.core.presets import binary_op, comparison_op, unary_op
 from tapeflow.ops.core.primitives import binary_grads, unbroadcast
 from tapeflow.ops.core.basic_ops import _COMPLEX_NP, _conj_if_complex, _filled_like, cast, conj, zeros_like
@@ -869,7 +869,7 @@ def _where(condition):
     return np.argwhere(condition).astype(np.int64)
 
 
-_where.def_batch(_sized_by_values)
+_where.def_batch(sized_by_values)
 
 
 def where_indices(condition):

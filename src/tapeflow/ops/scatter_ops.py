@@ -30,7 +30,7 @@ from tapeflow.framework.tensor_shape import TensorShape
 from tapeflow.ops import math_ops, scatter_ops
 from tapeflow.ops.core import arguments, batching, primitives
 from tapeflow.ops.core.arguments import _shape_str
-from tapeflow.ops.core.batching import _sized_by_values
+from tapeflow.ops.core.batching import sized_by_values
 from tapeflow.ops.core.primitives import _dense, _reshape_to_input, _transpose_op, reshape, shape_tensor, zeros_of
 from tapeflow.ops.core.basic_ops import cast, zeros_like
 from tapeflow.ops.math_ops import greater_equal, maximum, where, where_indices
@@ -746,8 +746,8 @@ def _unique_with_counts(x, out_idx):
     return _unique_kernel(x, out_idx, True)
 
 
-_unique.def_batch(_sized_by_values)
-_unique_with_counts.def_batch(_sized_by_values)
+_unique.def_batch(sized_by_values)
+_unique_with_counts.def_batch(sized_by_values)
 
 _INDEX_TYPES = (dtypes.int32, dtypes.int64)
 _UniqueOutput = collections.namedtuple("Unique", ["y", "idx"])

@@ -100,6 +100,6 @@ def shift_axes(axes, count=1):
     return tuple(a + count if a >= 0 else a for a in axes)
 
 
-def _sized_by_values(xs, batched, **attrs):
+def sized_by_values(xs, batched, **attrs):
     """Where and Unique: each example's output has its own length, read from its values."""
     raise NotBatchable
